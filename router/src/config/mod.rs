@@ -1,0 +1,114 @@
+//! The raw, serde-facing model of a `DataPlaneConfig`: the one document the control
+//! plane produces and the config API accepts.
+//!
+//! Everything here is plain data that mirrors the JSON schema in `docs/config.md`:
+//! field names are camelCase, unknown fields are refused, and nothing is validated
+//! beyond its shape. Validation happens when `RouteTableBuilder::build` turns the raw
+//! config into a compiled `RouteTable`. Start at [`DataPlaneConfig`].
+
+mod backend;
+mod filter;
+mod grpc;
+mod http_route;
+mod tls;
+
+pub use backend::{AppProtocol, BackendConfig, Unavailable};
+pub use filter::{
+    CorsConfig, FractionConfig, HeaderModifierConfig, HeaderValueConfig, HttpFilterConfig,
+    PathModifierConfig, RequestMirrorConfig, RequestRedirectConfig, UrlRewriteConfig,
+};
+pub use grpc::{GrpcMatchConfig, GrpcMethodMatchConfig, GrpcRouteConfig, GrpcRuleConfig};
+pub use http_route::{
+    HeaderMatchConfig, HttpMatchConfig, HttpRouteConfig, HttpRuleConfig, PathMatchConfig,
+    PathMatchType, QueryParamMatchConfig, RetryConfig, StringMatchType, TimeoutsConfig,
+};
+pub use tls::TlsRouteConfig;
+
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// The whole configuration of one data plane, as pushed to the config API.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DataPlaneConfig {
+    /// Monotonic version; a data plane refuses a document older than the one it serves.
+    pub version: u64,
+    /// Listeners (ports, protocols, hostnames) this data plane serves.
+    #[serde(default)]
+    pub listeners: Vec<ListenerConfig>,
+    /// HTTP routes attached to listeners.
+    #[serde(default)]
+    pub http_routes: Vec<HttpRouteConfig>,
+    /// gRPC routes attached to listeners.
+    #[serde(default)]
+    pub grpc_routes: Vec<GrpcRouteConfig>,
+    /// TLS passthrough routes attached to `TLS` listeners.
+    #[serde(default)]
+    pub tls_routes: Vec<TlsRouteConfig>,
+}
+
+/// One listener: where the data plane accepts traffic and which hostnames it owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListenerConfig {
+    /// Unique name; routes attach to listeners by this name.
+    pub name: String,
+    /// Local address to bind; absent means every address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<IpAddr>,
+    /// TCP port.
+    pub port: u16,
+    /// What the listener speaks.
+    pub protocol: ListenerProtocol,
+    /// Exact (`foo.example.com`) or wildcard (`*.example.com`) hostname this listener
+    /// owns; absent means every hostname.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+}
+
+/// The protocol of a listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ListenerProtocol {
+    /// Clear-text HTTP/1.1 and h2c.
+    #[serde(rename = "HTTP")]
+    Http,
+    /// HTTP over TLS terminated by the data plane.
+    #[serde(rename = "HTTPS")]
+    Https,
+    /// TLS passed through to the backend, selected by SNI.
+    #[serde(rename = "TLS")]
+    Tls,
+}
+
+/// A route's identity and attachment, shared by every route kind.
+///
+/// Kept as plain fields on each route type (serde cannot combine `flatten` with
+/// `deny_unknown_fields`); this trait gives the compiler one view of them.
+pub trait RouteMeta {
+    /// Namespace of the route object.
+    fn namespace(&self) -> &str;
+    /// Name of the route object.
+    fn name(&self) -> &str;
+    /// Creation time (RFC 3339), used for the "oldest route wins" tie-break.
+    fn creation_timestamp(&self) -> Option<&str>;
+    /// Names of the listeners this route is attached to.
+    fn listeners(&self) -> &[String];
+    /// Hostnames the route asks for; empty means "whatever the listener allows".
+    fn hostnames(&self) -> &[String];
+}
+
+macro_rules! impl_route_meta {
+    ($($ty:ty),*) => {$(
+        impl RouteMeta for $ty {
+            fn namespace(&self) -> &str { &self.namespace }
+            fn name(&self) -> &str { &self.name }
+            fn creation_timestamp(&self) -> Option<&str> { self.creation_timestamp.as_deref() }
+            fn listeners(&self) -> &[String] { &self.listeners }
+            fn hostnames(&self) -> &[String] { &self.hostnames }
+        }
+    )*};
+}
+impl_route_meta!(HttpRouteConfig, GrpcRouteConfig, TlsRouteConfig);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+//! [`HostIndex`]: most-specific-hostname lookup. Exact names live in one hash map;
+//! wildcard suffixes live in a trie keyed by labels read right to left, so a lookup
+//! walks at most as many nodes as the request hostname has labels and remembers the
+//! deepest wildcard that still leaves a label on the left.
+
+use super::HostPattern;
+use foldhash::{HashMap, HashMapExt};
+
+/// Values keyed by hostname pattern, plus an optional catch-all for "any hostname".
+#[derive(Debug)]
+pub(crate) struct HostIndex<T> {
+    exact: HashMap<Box<str>, T>,
+    wildcard: Vec<LabelNode<T>>,
+    any: Option<T>,
+}
+
+#[derive(Debug)]
+struct LabelNode<T> {
+    children: HashMap<Box<str>, u32>,
+    value: Option<T>,
+}
+
+impl<T> LabelNode<T> {
+    fn new() -> Self {
+        Self {
+            children: HashMap::new(),
+            value: None,
+        }
+    }
+}
+
+impl<T> Default for HostIndex<T> {
+    fn default() -> Self {
+        Self {
+            exact: HashMap::new(),
+            wildcard: vec![LabelNode::new()],
+            any: None,
+        }
+    }
+}
+
+impl<T> HostIndex<T> {
+    /// The value stored for `pattern` (`None` = any hostname), inserting one made by
+    /// `make` when absent.
+    pub(crate) fn entry(
+        &mut self,
+        pattern: Option<&HostPattern>,
+        make: impl FnOnce() -> T,
+    ) -> &mut T {
+        match pattern {
+            None => self.any.get_or_insert_with(make),
+            Some(HostPattern::Exact(name)) => self.exact.entry(name.clone()).or_insert_with(make),
+            Some(HostPattern::Wildcard(suffix)) => {
+                let mut node = 0usize;
+                for label in suffix.rsplit('.') {
+                    node = match self.wildcard[node].children.get(label) {
+                        Some(&child) => child as usize,
+                        None => {
+                            let child = self.wildcard.len();
+                            self.wildcard.push(LabelNode::new());
+                            let id = u32::try_from(child).expect("fewer than 2^32 hostname labels");
+                            self.wildcard[node].children.insert(label.into(), id);
+                            child
+                        }
+                    };
+                }
+                self.wildcard[node].value.get_or_insert_with(make)
+            }
+        }
+    }
+
+    /// The value of the most specific pattern matching a normalized hostname: the
+    /// exact name, else the longest wildcard suffix, else the catch-all.
+    pub(crate) fn lookup(&self, host: &str) -> Option<&T> {
+        if let Some(value) = self.exact.get(host) {
+            return Some(value);
+        }
+        self.longest_wildcard(host).or(self.any.as_ref())
+    }
+
+    fn longest_wildcard(&self, host: &str) -> Option<&T> {
+        if self.wildcard.len() == 1 {
+            return None;
+        }
+        let mut best = None;
+        let mut node = &self.wildcard[0];
+        let mut rest = host;
+        while let Some((left, label)) = rest.rsplit_once('.') {
+            let Some(&child) = node.children.get(label) else {
+                return best;
+            };
+            node = &self.wildcard[child as usize];
+            // `left` is non-empty here only if a label remains: `*.` needs one.
+            if !left.is_empty() {
+                if let Some(value) = &node.value {
+                    best = Some(value);
+                }
+            }
+            rest = left;
+        }
+        best
+    }
+}

@@ -1,0 +1,116 @@
+//! [`HostRules`]: the candidates of one host, indexed by path.
+//!
+//! Candidates live in one table-wide vector; each path key owns a contiguous,
+//! pre-sorted range of it. Exact paths come first, then prefixes longest first, then
+//! regular expressions, which is the Gateway API precedence between path kinds.
+
+use super::conditions::Conditions;
+use crate::path::SegmentTrie;
+use crate::regex::FullMatch;
+use foldhash::HashMap;
+use http::HeaderMap;
+use regex_automata::{PatternID, PatternSet};
+
+/// One (route, rule, match) whose path condition is indexed under some key.
+#[derive(Debug)]
+pub(crate) struct Candidate {
+    /// Index into `RouteTable::rules`.
+    pub(crate) rule: u32,
+    /// For regex candidates, the pattern id in the host's automaton.
+    pub(crate) pattern: u32,
+    pub(crate) match_index: u16,
+    /// Boxed: most matches have no condition beyond the path.
+    pub(crate) conditions: Option<Box<Conditions>>,
+}
+
+impl Candidate {
+    pub(crate) fn accepts(&self, method: &str, headers: &HeaderMap, query: Option<&str>) -> bool {
+        self.conditions
+            .as_deref()
+            .is_none_or(|conditions| conditions.matches(method, headers, query))
+    }
+}
+
+/// A contiguous range of `RouteTable::candidates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+}
+
+impl Span {
+    fn of(self, candidates: &[Candidate]) -> &[Candidate] {
+        let start = self.start as usize;
+        candidates
+            .get(start..start + self.len as usize)
+            .unwrap_or(&[])
+    }
+}
+
+/// The regular-expression candidates of one host and their shared automaton.
+#[derive(Debug)]
+pub(crate) struct RegexGroup {
+    pub(crate) matcher: FullMatch,
+    pub(crate) span: Span,
+}
+
+/// The path index of one host.
+#[derive(Debug, Default)]
+pub(crate) struct HostRules {
+    pub(crate) exact: HashMap<Box<str>, Span>,
+    pub(crate) prefix: SegmentTrie<Span>,
+    pub(crate) regex: Option<Box<RegexGroup>>,
+}
+
+/// The first accepted candidate and, for prefixes, how much of the path it covered.
+pub(crate) struct Found<'c> {
+    pub(crate) candidate: &'c Candidate,
+    pub(crate) prefix_len: Option<usize>,
+}
+
+impl HostRules {
+    /// The first candidate, in precedence order, whose path matches `path` and which
+    /// `accepts`.
+    pub(crate) fn find<'c>(
+        &self,
+        path: &str,
+        candidates: &'c [Candidate],
+        accepts: impl Fn(&Candidate) -> bool,
+    ) -> Option<Found<'c>> {
+        if let Some(span) = self.exact.get(path) {
+            if let Some(candidate) = span.of(candidates).iter().find(|c| accepts(c)) {
+                return Some(Found {
+                    candidate,
+                    prefix_len: None,
+                });
+            }
+        }
+        let by_prefix = self.prefix.find_longest(path, |span, covered| {
+            span.of(candidates)
+                .iter()
+                .find(|c| accepts(c))
+                .map(|candidate| Found {
+                    candidate,
+                    prefix_len: Some(covered),
+                })
+        });
+        if by_prefix.is_some() {
+            return by_prefix;
+        }
+        let group = self.regex.as_deref()?;
+        let mut matched = PatternSet::new(group.matcher.pattern_len());
+        group.matcher.which_match(path.as_bytes(), &mut matched);
+        if matched.is_empty() {
+            return None;
+        }
+        group
+            .span
+            .of(candidates)
+            .iter()
+            .find(|c| matched.contains(PatternID::new_unchecked(c.pattern as usize)) && accepts(c))
+            .map(|candidate| Found {
+                candidate,
+                prefix_len: None,
+            })
+    }
+}
