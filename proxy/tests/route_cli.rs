@@ -1,6 +1,9 @@
 //! `culvert route` end to end: the real binary on the shipped example config, so the
 //! README's run command keeps working.
-#![allow(clippy::unwrap_used, reason = "test code: a panic is the failure report")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
 
 use std::path::Path;
 use std::process::Command;
@@ -24,26 +27,62 @@ fn culvert_route(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn weighted_backend_is_chosen_by_the_random_number() {
-    let (ok, stable, _) = culvert_route(&["--host", "www.example.com", "--path", "/api/v1/users", "--random", "0.5"]);
+    let (ok, stable, _) = culvert_route(&[
+        "--host",
+        "www.example.com",
+        "--path",
+        "/api/v1/users",
+        "--random",
+        "0.5",
+    ]);
     assert!(ok);
     assert!(stable.contains("rule:     0 (api)"), "{stable}");
-    assert!(stable.contains("backend:  shop/api:8080 (weight 90 of 100)"), "{stable}");
-    let (_, canary, _) = culvert_route(&["--host", "www.example.com", "--path", "/api/v1/users", "--random", "0.95"]);
-    assert!(canary.contains("backend:  shop/api-canary:8080 (weight 10 of 100)"), "{canary}");
+    assert!(
+        stable.contains("backend:  shop/api:8080 (weight 90 of 100)"),
+        "{stable}"
+    );
+    let (_, canary, _) = culvert_route(&[
+        "--host",
+        "www.example.com",
+        "--path",
+        "/api/v1/users",
+        "--random",
+        "0.95",
+    ]);
+    assert!(
+        canary.contains("backend:  shop/api-canary:8080 (weight 10 of 100)"),
+        "{canary}"
+    );
 }
 
 #[test]
 fn redirect_answers_with_a_location() {
-    let (ok, out, _) = culvert_route(&["--host", "www.example.com:8080", "--path", "/old-shop/cart?id=3"]);
+    let (ok, out, _) = culvert_route(&[
+        "--host",
+        "www.example.com:8080",
+        "--path",
+        "/old-shop/cart?id=3",
+    ]);
     assert!(ok);
-    assert!(out.contains("answer:   308 Location: https://www.example.com/shop/cart?id=3"), "{out}");
+    assert!(
+        out.contains("answer:   308 Location: https://www.example.com/shop/cart?id=3"),
+        "{out}"
+    );
 }
 
 #[test]
 fn rewrite_and_regex_and_grpc_routes_resolve() {
     let (_, assets, _) = culvert_route(&["--host", "WWW.example.com", "--path", "/static/app.js"]);
-    assert!(assets.contains("rewrite:  path /shop-assets/app.js"), "{assets}");
-    let (_, docs, _) = culvert_route(&["--host", "docs.example.com", "--path", "/v2/install-guide.html"]);
+    assert!(
+        assets.contains("rewrite:  path /shop-assets/app.js"),
+        "{assets}"
+    );
+    let (_, docs, _) = culvert_route(&[
+        "--host",
+        "docs.example.com",
+        "--path",
+        "/v2/install-guide.html",
+    ]);
     assert!(docs.contains("HTTPRoute docs/manuals"), "{docs}");
     let (_, grpc, _) = culvert_route(&[
         "--host",
