@@ -1,5 +1,5 @@
 //! Hostnames: validation of configured names, normalization of request `Host`
-//! values, listener/route intersection, and [`HostIndex`], the exact map plus
+//! values, listener/route intersection, and `HostIndex`, the exact map plus
 //! reverse-label wildcard trie that picks the most specific hostname for a request.
 //!
 //! Configured hostnames follow Gateway API: ASCII only (IDNs are written in punycode,

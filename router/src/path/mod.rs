@@ -1,5 +1,5 @@
 //! Request paths: RFC 3986 normalization of what clients send, validation of what
-//! routes configure, and [`SegmentTrie`], the segment-aware prefix index.
+//! routes configure, and `SegmentTrie`, the segment-aware prefix index.
 //!
 //! The router matches normalized paths only. The data plane normalizes each request
 //! path once with [`normalize_path`], routes it, and forwards the same normalized

@@ -2,71 +2,38 @@
 //! [`RouteTable`]. All the cost of routing is paid here, once per config: hostnames
 //! intersected and indexed, paths normalized and indexed, regular expressions
 //! compiled under limits, and candidates sorted into Gateway API precedence.
+//!
+//! `mod.rs` walks listeners and routes; `matches.rs` compiles one match into a path
+//! key, a precedence and conditions; `layout.rs` sorts each host's candidates and lays
+//! out its indexes.
 
-use super::conditions::{Conditions, ValueMatch};
-use super::host_rules::{Candidate, HostRules, RegexGroup, Span};
+mod layout;
+mod matches;
+
+use layout::Pending;
+use matches::{CompiledMatch, PathKey};
+
 use super::{
     Entrypoint, ListenerInfo, ListenerTable, RouteId, RouteInfo, RouteKind, RouteTable, RuleSlot,
     TlsTarget,
 };
 use crate::config::{
-    DataPlaneConfig, GrpcMatchConfig, HeaderMatchConfig, HttpMatchConfig, ListenerProtocol,
-    PathMatchType, QueryParamMatchConfig, RouteMeta, StringMatchType,
+    DataPlaneConfig, GrpcMatchConfig, HttpMatchConfig, ListenerProtocol, RouteMeta,
 };
 use crate::error::{Error, Origin};
 use crate::host::{HostIndex, HostPattern};
-use crate::path::normalize_config_path;
 use crate::regex::{RegexCompiler, RegexLimits};
 use crate::rule::{
     FilterScope, Rule, compile_backends, compile_filters, compile_retry, compile_timeouts,
 };
 use crate::timestamp::parse_rfc3339;
 use foldhash::{HashMap, HashMapExt};
-use http::{HeaderName, Method};
-use std::cmp::Reverse;
 use std::net::IpAddr;
 
 /// Compiles configs into route tables. Reusable; holds only settings.
 #[derive(Debug, Clone, Default)]
 pub struct RouteTableBuilder {
     regex_limits: RegexLimits,
-}
-
-/// Where a candidate's path is indexed.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum PathKey {
-    Exact(String),
-    /// Normalized, trailing slash removed (`/` stays `/`).
-    Prefix(String),
-    Regex(String),
-}
-
-/// Sort key of a candidate within its path key: Gateway API precedence after the
-/// path. Lower sorts first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Precedence {
-    no_method: bool,
-    headers: Reverse<usize>,
-    query: Reverse<usize>,
-    /// Rank of the route by (creation time, namespace, name).
-    route_rank: u32,
-    rule_index: u32,
-    match_index: u16,
-}
-
-struct Pending {
-    key: PathKey,
-    precedence: Precedence,
-    rule: u32,
-    match_index: u16,
-    conditions: Option<Box<Conditions>>,
-}
-
-/// One compiled match of a rule, before it is copied to each host it serves.
-struct CompiledMatch {
-    key: PathKey,
-    precedence: Precedence,
-    conditions: Option<Conditions>,
 }
 
 struct Builder<'c> {
@@ -79,7 +46,6 @@ struct Builder<'c> {
     /// Route ranks by position in `table.routes`.
     ranks: Vec<u32>,
 }
-
 impl RouteTableBuilder {
     /// A builder with default regular-expression limits.
     pub fn new() -> Self {
@@ -496,338 +462,5 @@ impl<'c> Builder<'c> {
                 }
             }
         }
-    }
-}
-
-impl Builder<'_> {
-    fn precedence(
-        &self,
-        route: RouteId,
-        rule_index: usize,
-        match_index: usize,
-        conditions: &Conditions,
-        at: &Origin,
-    ) -> Result<Precedence, Error> {
-        Ok(Precedence {
-            no_method: conditions.method.is_none(),
-            headers: Reverse(conditions.headers.len()),
-            query: Reverse(conditions.query.len()),
-            route_rank: self.ranks[route.0 as usize],
-            rule_index: u32::try_from(rule_index).map_err(|_| at.error("too many rules"))?,
-            match_index: u16::try_from(match_index).map_err(|_| at.error("too many matches"))?,
-        })
-    }
-
-    fn compile_http_match(
-        &mut self,
-        config: &HttpMatchConfig,
-        route: RouteId,
-        rule_index: usize,
-        match_index: usize,
-        at: &Origin,
-    ) -> Result<CompiledMatch, Error> {
-        let key = match &config.path {
-            None => PathKey::Prefix("/".to_owned()),
-            Some(path) => match path.kind {
-                PathMatchType::Exact => {
-                    PathKey::Exact(normalize_config_path(&path.value).map_err(|why| at.error(why))?)
-                }
-                PathMatchType::PathPrefix => {
-                    let normal = normalize_config_path(&path.value).map_err(|why| at.error(why))?;
-                    let trimmed = match normal.strip_suffix('/') {
-                        Some(rest) if !rest.is_empty() => rest.to_owned(),
-                        _ => normal,
-                    };
-                    PathKey::Prefix(trimmed)
-                }
-                PathMatchType::RegularExpression => {
-                    check_syntax(&path.value, at)?;
-                    PathKey::Regex(path.value.clone())
-                }
-            },
-        };
-        let mut conditions = Conditions {
-            method: config
-                .method
-                .as_deref()
-                .map(|m| {
-                    Method::from_bytes(m.as_bytes())
-                        .map_err(|_| at.error(format!("method {m:?} is not a token")))
-                })
-                .transpose()?,
-            headers: self.header_conditions(&config.headers, at)?,
-            query: Vec::new(),
-            grpc: false,
-        };
-        conditions.query = self.query_conditions(&config.query_params, at)?;
-        let precedence = self.precedence(route, rule_index, match_index, &conditions, at)?;
-        Ok(CompiledMatch {
-            key,
-            precedence,
-            conditions: (!conditions.is_empty()).then_some(conditions),
-        })
-    }
-
-    fn compile_grpc_match(
-        &mut self,
-        config: &GrpcMatchConfig,
-        route: RouteId,
-        rule_index: usize,
-        match_index: usize,
-        at: &Origin,
-    ) -> Result<CompiledMatch, Error> {
-        let key = match &config.method {
-            None => PathKey::Prefix("/".to_owned()),
-            Some(method) => {
-                let service = method.service.as_deref();
-                let name = method.method.as_deref();
-                match method.kind {
-                    StringMatchType::Exact => {
-                        if let Some(service) = service {
-                            check_grpc_name(service, true, at)?;
-                        }
-                        if let Some(name) = name {
-                            check_grpc_name(name, false, at)?;
-                        }
-                        match (service, name) {
-                            (Some(service), Some(name)) => {
-                                PathKey::Exact(format!("/{service}/{name}"))
-                            }
-                            (Some(service), None) => PathKey::Prefix(format!("/{service}")),
-                            // Method names are `[A-Za-z0-9_]`, so they need no escaping.
-                            (None, Some(name)) => PathKey::Regex(format!("/[^/]+/{name}")),
-                            (None, None) => {
-                                return Err(
-                                    at.error("gRPC method match needs a service or a method")
-                                );
-                            }
-                        }
-                    }
-                    StringMatchType::RegularExpression => {
-                        if service.is_none() && name.is_none() {
-                            return Err(at.error("gRPC method match needs a service or a method"));
-                        }
-                        for part in [service, name].into_iter().flatten() {
-                            check_syntax(part, at)?;
-                        }
-                        PathKey::Regex(format!(
-                            "/(?:{})/(?:{})",
-                            service.unwrap_or("[^/]+"),
-                            name.unwrap_or("[^/]+")
-                        ))
-                    }
-                }
-            }
-        };
-        let conditions = Conditions {
-            method: None,
-            headers: self.header_conditions(&config.headers, at)?,
-            query: Vec::new(),
-            grpc: true,
-        };
-        let precedence = self.precedence(route, rule_index, match_index, &conditions, at)?;
-        Ok(CompiledMatch {
-            key,
-            precedence,
-            conditions: Some(conditions),
-        })
-    }
-
-    /// Header conditions; of several with the same name only the first counts, as
-    /// Gateway API specifies.
-    fn header_conditions(
-        &mut self,
-        configs: &[HeaderMatchConfig],
-        at: &Origin,
-    ) -> Result<Vec<(HeaderName, ValueMatch)>, Error> {
-        let mut out: Vec<(HeaderName, ValueMatch)> = Vec::with_capacity(configs.len());
-        for config in configs {
-            let name = HeaderName::from_bytes(config.name.as_bytes())
-                .map_err(|_| at.error(format!("invalid header name {:?}", config.name)))?;
-            if out.iter().any(|(seen, _)| *seen == name) {
-                continue;
-            }
-            let value = self.value_match(config.kind, &config.value, at)?;
-            out.push((name, value));
-        }
-        Ok(out)
-    }
-
-    /// Query conditions; names are case-sensitive and only the first of a name counts.
-    fn query_conditions(
-        &mut self,
-        configs: &[QueryParamMatchConfig],
-        at: &Origin,
-    ) -> Result<Vec<(Box<str>, ValueMatch)>, Error> {
-        let mut out: Vec<(Box<str>, ValueMatch)> = Vec::with_capacity(configs.len());
-        for config in configs {
-            if config.name.is_empty() || config.name.contains(['&', '=', '#']) {
-                return Err(at.error(format!("invalid query parameter name {:?}", config.name)));
-            }
-            if out.iter().any(|(seen, _)| **seen == *config.name) {
-                continue;
-            }
-            let value = self.value_match(config.kind, &config.value, at)?;
-            out.push((config.name.as_str().into(), value));
-        }
-        Ok(out)
-    }
-
-    fn value_match(
-        &mut self,
-        kind: StringMatchType,
-        value: &str,
-        at: &Origin,
-    ) -> Result<ValueMatch, Error> {
-        Ok(match kind {
-            StringMatchType::Exact => ValueMatch::Exact(value.as_bytes().into()),
-            StringMatchType::RegularExpression => {
-                ValueMatch::Regex(self.regex.compile(&[value.to_owned()]).map_err(|reason| {
-                    Error::Regex {
-                        at: Box::new(at.clone()),
-                        pattern: value.to_owned(),
-                        reason,
-                    }
-                })?)
-            }
-        })
-    }
-
-    /// The origin of the route a rule belongs to, for errors found late.
-    fn origin_of_rule(&self, rule: u32) -> Origin {
-        let slot = &self.table.rules[rule as usize];
-        let info = &self.table.routes[slot.route.0 as usize];
-        Origin::route(info.kind.as_str(), &info.namespace, &info.name)
-            .with_rule(slot.index as usize)
-    }
-
-    /// Sorts every host's candidates into precedence order and lays out the indexes.
-    fn finish(mut self) -> Result<RouteTable, Error> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut hosts = Vec::with_capacity(pending.len());
-        for bucket in pending {
-            hosts.push(self.lay_out_host(bucket)?);
-        }
-        self.table.hosts = hosts;
-        self.table.candidates.shrink_to_fit();
-        Ok(self.table)
-    }
-
-    fn lay_out_host(&mut self, bucket: Vec<Pending>) -> Result<HostRules, Error> {
-        let (mut regex, mut indexed): (Vec<Pending>, Vec<Pending>) = bucket
-            .into_iter()
-            .partition(|p| matches!(p.key, PathKey::Regex(_)));
-        indexed.sort_by(|a, b| (&a.key, a.precedence).cmp(&(&b.key, b.precedence)));
-        regex.sort_by_key(|p| p.precedence);
-        let mut rules = HostRules::default();
-        let mut indexed = indexed.into_iter().peekable();
-        while let Some(first) = indexed.next() {
-            let key = first.key.clone();
-            let mut group = vec![(first, 0)];
-            while let Some(next) = indexed.next_if(|p| p.key == key) {
-                group.push((next, 0));
-            }
-            let span = self.push_candidates(group);
-            match key {
-                PathKey::Exact(path) => {
-                    rules.exact.insert(path.into(), span);
-                }
-                PathKey::Prefix(prefix) => *rules.prefix.entry(&prefix, || span) = span,
-                PathKey::Regex(_) => {}
-            }
-        }
-        if !regex.is_empty() {
-            let mut patterns: Vec<String> = Vec::new();
-            let mut with_ids = Vec::with_capacity(regex.len());
-            for pending in regex {
-                let PathKey::Regex(pattern) = &pending.key else {
-                    continue;
-                };
-                let id = match patterns.iter().position(|seen| seen == pattern) {
-                    Some(id) => id,
-                    None => {
-                        patterns.push(pattern.clone());
-                        patterns.len() - 1
-                    }
-                };
-                with_ids.push((pending, u32::try_from(id).unwrap_or(u32::MAX)));
-            }
-            let matcher = match self.regex.compile(&patterns) {
-                Ok(matcher) => matcher,
-                Err(group_reason) => {
-                    return Err(self.regex_culprit(&with_ids, &patterns, group_reason));
-                }
-            };
-            let span = self.push_candidates(with_ids);
-            rules.regex = Some(Box::new(RegexGroup { matcher, span }));
-        }
-        Ok(rules)
-    }
-
-    /// Names the route whose pattern broke a host's automaton: the first pattern that
-    /// fails alone, or else the first route of the host (the patterns only fail
-    /// together).
-    fn regex_culprit(
-        &mut self,
-        with_ids: &[(Pending, u32)],
-        patterns: &[String],
-        group_reason: String,
-    ) -> Error {
-        for (pending, id) in with_ids {
-            let pattern = &patterns[*id as usize];
-            if let Err(reason) = self.regex.check(pattern) {
-                return Error::Regex {
-                    at: Box::new(self.origin_of_rule(pending.rule)),
-                    pattern: pattern.clone(),
-                    reason,
-                };
-            }
-        }
-        let (first, id) = &with_ids[0];
-        Error::Regex {
-            at: Box::new(self.origin_of_rule(first.rule)),
-            pattern: patterns[*id as usize].clone(),
-            reason: format!(
-                "the {} patterns of this host together: {group_reason}",
-                patterns.len()
-            ),
-        }
-    }
-
-    fn push_candidates(&mut self, pending: Vec<(Pending, u32)>) -> Span {
-        let start = u32::try_from(self.table.candidates.len()).unwrap_or(u32::MAX);
-        let len = u32::try_from(pending.len()).unwrap_or(u32::MAX);
-        self.table
-            .candidates
-            .extend(pending.into_iter().map(|(p, pattern)| Candidate {
-                rule: p.rule,
-                pattern,
-                match_index: p.match_index,
-                conditions: p.conditions,
-            }));
-        Span { start, len }
-    }
-}
-
-fn check_syntax(pattern: &str, at: &Origin) -> Result<(), Error> {
-    regex_automata::util::syntax::parse(pattern)
-        .map(|_| ())
-        .map_err(|error| Error::Regex {
-            at: Box::new(at.clone()),
-            pattern: pattern.to_owned(),
-            reason: error.to_string(),
-        })
-}
-
-/// gRPC service names are dotted identifiers; method names are identifiers.
-fn check_grpc_name(name: &str, dotted: bool, at: &Origin) -> Result<(), Error> {
-    let valid = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || (dotted && b == b'.'));
-    if valid {
-        Ok(())
-    } else {
-        Err(at.error(format!("gRPC name {name:?} is not a valid identifier")))
     }
 }
