@@ -1,12 +1,21 @@
-//! Culvert's slim control plane.
+//! Culvert's slim control plane: Gateway API objects in, data-plane configs and
+//! status out.
 //!
-//! This crate will own the translation of Gateway API objects (from manifest files or a
-//! Kubernetes API server) into `culvert_router::DataPlaneConfig` documents and status
-//! conditions, the sources that feed it and the sinks that deliver its output
-//! (in-process swap, config-API push, dedicated data planes).
+//! - [`load`] reads manifests (YAML or JSON, files or directories) into documents,
+//!   naming file, document and field for anything malformed;
+//! - [`model`] types the objects and [`store::Store`] indexes them;
+//! - [`translate`] is the pure function from a store to one
+//!   `culvert_router::DataPlaneConfig` per data plane plus every status condition;
+//! - [`conformance`] replays the Gateway API conformance vectors against it.
 //!
-//! Translation must stay a pure function of the objects it is given: no IO, no clock,
-//! no hidden state, so the conformance vectors can replay it without a cluster.
-//!
-//! Status: empty until the translation issue lands; nothing here is wired in yet.
+//! Translation must stay a pure function of the objects it is given: no IO, no
+//! clock, no hidden state, so the conformance vectors replay it without a cluster.
+//! Sources (file watch, Kubernetes) and sinks (in-process swap, config push) live
+//! outside it.
 #![forbid(unsafe_code)]
+
+pub mod conformance;
+pub mod load;
+pub mod model;
+pub mod store;
+pub mod translate;

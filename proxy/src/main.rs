@@ -8,9 +8,13 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let command = cli::Command::parse();
     match command.run() {
-        Ok(output) => {
+        Ok((output, success)) => {
             print!("{output}");
-            std::process::ExitCode::SUCCESS
+            if success {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
         Err(error) => {
             eprintln!("culvert: {error:#}");

@@ -153,6 +153,7 @@ fn config_strategy() -> impl Strategy<Value = DataPlaneConfig> {
                     port: 80,
                     protocol: ListenerProtocol::Http,
                     hostname: LISTENER_HOSTS[i].map(str::to_owned),
+                    tls: None,
                 })
                 .collect();
             let http_routes = routes

@@ -1,5 +1,6 @@
 //! Command-line interface of the `culvert` binary: one module per command.
 
+mod conformance;
 mod route;
 
 use clap::{Parser, Subcommand};
@@ -16,13 +17,16 @@ pub(crate) struct Command {
 enum Action {
     /// Compile a DataPlaneConfig and print how one request would be routed.
     Route(route::RouteArgs),
+    /// Replay Gateway API conformance vectors through translation and the router.
+    Conformance(conformance::ConformanceArgs),
 }
 
 impl Command {
-    /// Runs the chosen command and returns what it prints.
-    pub(crate) fn run(self) -> anyhow::Result<String> {
+    /// Runs the chosen command; returns what it prints and whether it succeeded.
+    pub(crate) fn run(self) -> anyhow::Result<(String, bool)> {
         match self.action {
-            Action::Route(args) => route::run(&args),
+            Action::Route(args) => route::run(&args).map(|out| (out, true)),
+            Action::Conformance(args) => conformance::run(&args),
         }
     }
 }

@@ -161,6 +161,7 @@ pub(crate) fn config(family: Family, n: usize) -> DataPlaneConfig {
             port: 80,
             protocol: ListenerProtocol::Http,
             hostname: None,
+            tls: None,
         }],
         http_routes: routes,
         ..Default::default()

@@ -64,6 +64,28 @@ pub struct ListenerConfig {
     /// owns; absent means every hostname.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    /// Certificates of an `HTTPS` listener.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTlsConfig>,
+}
+
+/// TLS settings of an `HTTPS` listener: the certificates it serves, picked by SNI.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListenerTlsConfig {
+    /// `kubernetes.io/tls` Secrets holding certificate chain and key.
+    #[serde(default)]
+    pub certificate_refs: Vec<CertificateRef>,
+}
+
+/// A reference to a `kubernetes.io/tls` Secret.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateRef {
+    /// Namespace of the Secret.
+    pub namespace: String,
+    /// Name of the Secret.
+    pub name: String,
 }
 
 /// The protocol of a listener.

@@ -59,7 +59,7 @@ fn the_documented_shape_parses_and_round_trips() {
 fn unknown_fields_are_refused_at_every_level() {
     let cases = [
         r#"{"version": 1, "extra": true}"#,
-        r#"{"version": 1, "listeners": [{"name": "a", "port": 80, "protocol": "HTTP", "tls": {}}]}"#,
+        r#"{"version": 1, "listeners": [{"name": "a", "port": 80, "protocol": "HTTP", "tls": {"certs": []}}]}"#,
         r#"{"version": 1, "httpRoutes": [{"name": "r", "listeners": [], "rules": [{"backendRefs": []}]}]}"#,
         r#"{"version": 1, "httpRoutes": [{"name": "r", "listeners": [], "rules": [{"matches": [{"path": {"type": "Exact", "value": "/", "x": 1}}]}]}]}"#,
         r#"{"version": 1, "httpRoutes": [{"name": "r", "listeners": [], "rules": [{"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {}, "urlRewrite": {}}]}]}]}"#,

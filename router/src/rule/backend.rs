@@ -5,17 +5,16 @@ use super::filter::{FilterScope, compile_filters};
 use crate::config::{AppProtocol, BackendConfig, Unavailable};
 use crate::error::{Error, Origin};
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 /// One backend of a rule, ready to be dialled.
 #[derive(Debug, Clone)]
 pub struct Backend {
     /// Display name (`namespace/service:port`).
-    pub name: Arc<str>,
+    pub name: Box<str>,
     /// Relative weight.
     pub weight: u32,
     /// Ready endpoints.
-    pub endpoints: Arc<[SocketAddr]>,
+    pub endpoints: Box<[SocketAddr]>,
     /// Protocol spoken to the endpoints.
     pub app_protocol: AppProtocol,
     /// Request header edits applied only when this backend is chosen.
@@ -40,12 +39,12 @@ impl Backend {
     }
 }
 
-/// The weighted backends of a rule, with cumulative weights for O(log n) selection.
+/// The weighted backends of a rule. Gateway API allows at most 16 per rule, so a
+/// linear scan picks one faster than a search structure would, and costs no memory.
 #[derive(Debug, Clone, Default)]
 pub struct Backends {
-    list: Vec<Backend>,
-    /// `cumulative[i]` = sum of weights of `list[..=i]`.
-    cumulative: Vec<u64>,
+    list: Box<[Backend]>,
+    total: u64,
 }
 
 impl Backends {
@@ -56,34 +55,35 @@ impl Backends {
 
     /// Sum of all weights; 0 means no backend may receive traffic.
     pub fn total_weight(&self) -> u64 {
-        self.cumulative.last().copied().unwrap_or(0)
+        self.total
     }
 
     /// Picks a backend in proportion to its weight from a caller-supplied uniform
     /// random number. `None` when the total weight is zero (the caller answers 500).
     pub fn pick(&self, random: u64) -> Option<&Backend> {
-        let total = self.total_weight();
-        if total == 0 {
+        if self.total == 0 {
             return None;
         }
         // Multiply-shift maps `random` onto 0..total without modulo bias worth naming.
-        let point = ((u128::from(random) * u128::from(total)) >> 64) as u64;
-        let index = self.cumulative.partition_point(|&end| end <= point);
-        self.list.get(index)
+        let mut point = ((u128::from(random) * u128::from(self.total)) >> 64) as u64;
+        for backend in &self.list {
+            let weight = u64::from(backend.weight);
+            if point < weight {
+                return Some(backend);
+            }
+            point -= weight;
+        }
+        None
     }
 }
 
 pub(crate) fn compile_backends(configs: &[BackendConfig], at: &Origin) -> Result<Backends, Error> {
-    let mut list = Vec::with_capacity(configs.len());
-    let mut cumulative = Vec::with_capacity(configs.len());
-    let mut total = 0u64;
-    for config in configs {
-        let backend = compile_backend(config, at)?;
-        total += u64::from(backend.weight);
-        cumulative.push(total);
-        list.push(backend);
-    }
-    Ok(Backends { list, cumulative })
+    let list = configs
+        .iter()
+        .map(|config| compile_backend(config, at))
+        .collect::<Result<Box<[_]>, _>>()?;
+    let total = list.iter().map(|b| u64::from(b.weight)).sum();
+    Ok(Backends { list, total })
 }
 
 pub(crate) fn compile_backend(config: &BackendConfig, at: &Origin) -> Result<Backend, Error> {

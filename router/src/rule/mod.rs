@@ -26,8 +26,23 @@ pub struct Rule {
     /// Boxed: most rules have no filters, and an empty box costs one pointer.
     pub(crate) filters: Option<Box<Filters>>,
     pub(crate) backends: Backends,
+    /// Timeouts and retries, boxed: most rules set neither.
+    pub(crate) policy: Option<Box<Policy>>,
+}
+
+/// The rarely set parts of a rule.
+#[derive(Debug, Default)]
+pub(crate) struct Policy {
     pub(crate) timeouts: Timeouts,
-    pub(crate) retry: Option<Box<Retry>>,
+    pub(crate) retry: Option<Retry>,
+}
+
+impl Policy {
+    /// `None` when neither part is set.
+    pub(crate) fn boxed(timeouts: Timeouts, retry: Option<Retry>) -> Option<Box<Self>> {
+        (timeouts != Timeouts::default() || retry.is_some())
+            .then(|| Box::new(Self { timeouts, retry }))
+    }
 }
 
 static NO_FILTERS: Filters = Filters::EMPTY;
@@ -50,12 +65,12 @@ impl Rule {
 
     /// Request and backend timeouts.
     pub fn timeouts(&self) -> Timeouts {
-        self.timeouts
+        self.policy.as_ref().map(|p| p.timeouts).unwrap_or_default()
     }
 
     /// Retry policy, if any.
     pub fn retry(&self) -> Option<&Retry> {
-        self.retry.as_deref()
+        self.policy.as_ref().and_then(|p| p.retry.as_ref())
     }
 }
 
@@ -110,7 +125,7 @@ pub(crate) fn compile_timeouts(
 pub(crate) fn compile_retry(
     config: Option<&RetryConfig>,
     at: &Origin,
-) -> Result<Option<Box<Retry>>, Error> {
+) -> Result<Option<Retry>, Error> {
     let Some(config) = config else {
         return Ok(None);
     };
@@ -127,9 +142,9 @@ pub(crate) fn compile_retry(
         }
         None => Duration::ZERO,
     };
-    Ok(Some(Box::new(Retry {
+    Ok(Some(Retry {
         attempts: config.attempts,
         codes: config.codes.clone(),
         backoff,
-    })))
+    }))
 }

@@ -35,6 +35,8 @@ impl Builder<'_> {
         }
         self.table.hosts = hosts;
         self.table.candidates.shrink_to_fit();
+        self.table.rules.shrink_to_fit();
+        self.table.routes.shrink_to_fit();
         Ok(self.table)
     }
 

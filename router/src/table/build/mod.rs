@@ -24,7 +24,7 @@ use crate::error::{Error, Origin};
 use crate::host::{HostIndex, HostPattern};
 use crate::regex::{RegexCompiler, RegexLimits};
 use crate::rule::{
-    FilterScope, Rule, compile_backends, compile_filters, compile_retry, compile_timeouts,
+    FilterScope, Policy, Rule, compile_backends, compile_filters, compile_retry, compile_timeouts,
 };
 use crate::timestamp::parse_rfc3339;
 use foldhash::{HashMap, HashMapExt};
@@ -298,8 +298,10 @@ impl<'c> Builder<'c> {
             let rule = Rule {
                 name: rule_config.name.as_deref().map(Into::into),
                 backends: compile_backends(&rule_config.backends, &at)?,
-                timeouts: compile_timeouts(rule_config.timeouts.as_ref(), &at)?,
-                retry: compile_retry(rule_config.retry.as_ref(), &at)?,
+                policy: Policy::boxed(
+                    compile_timeouts(rule_config.timeouts.as_ref(), &at)?,
+                    compile_retry(rule_config.retry.as_ref(), &at)?,
+                ),
                 filters,
             };
             let replaces_prefix = rule.filters().replaces_prefix();
@@ -342,8 +344,7 @@ impl<'c> Builder<'c> {
             let rule = Rule {
                 name: rule_config.name.as_deref().map(Into::into),
                 backends: compile_backends(&rule_config.backends, &at)?,
-                timeouts: Default::default(),
-                retry: None,
+                policy: None,
                 filters: compile_filters(&rule_config.filters, FilterScope::GrpcRule, &at)?,
             };
             let default_match = [GrpcMatchConfig::default()];

@@ -1,0 +1,260 @@
+//! Turning a vector file's `resources` into the state a cluster would hold: TLS
+//! material generated, address placeholders replaced, creation times and generations
+//! set in apply order (as an API server would), and ready endpoints for every Service
+//! the suite backs with echo pods. Also the address pool each Gateway draws from.
+
+use super::certs::{CaSet, fill_generated};
+use crate::model::{GatewayAddress, Resource};
+use crate::store::NamespacedName;
+use crate::translate::{AddressAssigner, AddressError};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// An address the harness can bind (replaces `PLACEHOLDER_USABLE_ADDRS`).
+pub const USABLE_ADDRESS: &str = "127.0.10.1";
+/// An address no Gateway may take (replaces `PLACEHOLDER_UNUSABLE_ADDRS`): outside
+/// the loopback range the harness owns.
+pub const UNUSABLE_ADDRESS: &str = "192.0.2.1";
+
+/// Rewrites resources in place so they can be loaded: placeholders, generated
+/// certificates, timestamps and generations, synthesized EndpointSlices.
+pub fn prepare(
+    resources: &mut Vec<Value>,
+    cas: &mut CaSet,
+    clock: &mut Clock,
+) -> Result<(), String> {
+    for resource in resources.iter_mut() {
+        replace_placeholders(resource);
+    }
+    fill_generated(resources, cas).map_err(|e| e.to_string())?;
+    for resource in resources.iter_mut() {
+        clock.stamp(resource, None);
+    }
+    let synthesized = synthesize_endpoints(resources);
+    resources.extend(synthesized);
+    Ok(())
+}
+
+/// Replaces the address placeholders anywhere in `value` (resources and expected
+/// values alike).
+pub fn replace_placeholders(value: &mut Value) {
+    match value {
+        Value::String(text) if text == "PLACEHOLDER_USABLE_ADDRS" => {
+            *text = USABLE_ADDRESS.to_owned()
+        }
+        Value::String(text) if text == "PLACEHOLDER_UNUSABLE_ADDRS" => {
+            *text = UNUSABLE_ADDRESS.to_owned()
+        }
+        Value::Array(items) => items.iter_mut().for_each(replace_placeholders),
+        Value::Object(map) => map.values_mut().for_each(replace_placeholders),
+        _ => {}
+    }
+}
+
+/// Hands out creation timestamps one second apart, as objects are applied.
+#[derive(Debug, Default)]
+pub struct Clock {
+    seconds: u64,
+}
+
+impl Clock {
+    /// Sets `creationTimestamp` (if absent) and `generation`: 1 for a new object, the
+    /// previous generation plus one for a replaced one (`previous`).
+    pub fn stamp(&mut self, resource: &mut Value, previous: Option<&Value>) {
+        let old_meta = previous.and_then(|p| p.get("metadata"));
+        let spec_changed = previous.is_some_and(|p| p.get("spec") != resource.get("spec"));
+        let created = match old_meta.and_then(|m| m.get("creationTimestamp")) {
+            Some(created) => created.clone(),
+            None => {
+                self.seconds += 1;
+                let (hours, minutes, seconds) = (
+                    self.seconds / 3600,
+                    self.seconds / 60 % 60,
+                    self.seconds % 60,
+                );
+                json!(format!("2026-01-01T{hours:02}:{minutes:02}:{seconds:02}Z"))
+            }
+        };
+        let generation = match old_meta
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+        {
+            Some(old) if spec_changed => old + 1,
+            Some(old) => old,
+            None => 1,
+        };
+        let Some(metadata) = resource.get_mut("metadata").and_then(Value::as_object_mut) else {
+            return;
+        };
+        metadata.entry("creationTimestamp").or_insert(created);
+        metadata.entry("generation").or_insert(json!(generation));
+    }
+}
+
+/// The address a synthesized endpoint of Service number `index` gets: unique, and
+/// mapped back to its Service by [`EndpointOwners`].
+fn endpoint_ip(index: usize) -> IpAddr {
+    let index = u32::try_from(index).unwrap_or(u32::MAX);
+    IpAddr::V4(Ipv4Addr::from(0x0A00_0000 | (index << 4)))
+}
+
+/// EndpointSlices for every Service with a selector and no slice of its own: the
+/// suite backs those with echo pods. One ready endpoint per Service.
+fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
+    let with_slices: BTreeSet<(String, String)> = resources
+        .iter()
+        .filter(|r| r["kind"] == "EndpointSlice")
+        .filter_map(|r| {
+            let ns = r["metadata"]["namespace"].as_str()?;
+            let service = r["metadata"]["labels"]["kubernetes.io/service-name"].as_str()?;
+            Some((ns.to_owned(), service.to_owned()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (index, service) in resources
+        .iter()
+        .filter(|r| r["kind"] == "Service" && r["apiVersion"] == "v1")
+        .enumerate()
+    {
+        let namespace = service["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default");
+        let name = service["metadata"]["name"].as_str().unwrap_or_default();
+        if service["spec"]["selector"].is_null()
+            || with_slices.contains(&(namespace.to_owned(), name.to_owned()))
+        {
+            continue;
+        }
+        let ports: Vec<Value> = service["spec"]["ports"]
+            .as_array()
+            .map(|ports| {
+                ports
+                    .iter()
+                    .map(|p| {
+                        let target = p["targetPort"].as_i64().or_else(|| p["port"].as_i64()).unwrap_or(80);
+                        json!({"name": p["name"].as_str().unwrap_or(""), "port": target, "protocol": "TCP"})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": format!("{name}-echo"),
+                "namespace": namespace,
+                "labels": {"kubernetes.io/service-name": name},
+                "generation": 1
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [endpoint_ip(index).to_string()], "conditions": {"ready": true}}],
+            "ports": ports
+        }));
+    }
+    out
+}
+
+/// Which Service each endpoint address belongs to, from the loaded EndpointSlices:
+/// how the static replay names the backend a request reached.
+#[derive(Debug, Default)]
+pub struct EndpointOwners(BTreeMap<IpAddr, String>);
+
+impl EndpointOwners {
+    /// Indexes every slice in `resources`.
+    pub fn from_resources(resources: &[Resource]) -> Self {
+        let mut owners = BTreeMap::new();
+        for resource in resources {
+            if let Resource::EndpointSlice(slice) = resource {
+                let Some(service) = slice.service_name() else {
+                    continue;
+                };
+                let owner = format!("{}/{service}", slice.metadata.namespace());
+                for endpoint in &slice.endpoints {
+                    for address in &endpoint.addresses {
+                        if let Ok(ip) = address.parse() {
+                            owners.insert(ip, owner.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Self(owners)
+    }
+
+    /// The `namespace/service` owning an endpoint address.
+    pub fn owner(&self, ip: IpAddr) -> Option<&str> {
+        self.0.get(&ip).map(String::as_str)
+    }
+}
+
+/// Gives each Gateway its own loopback address (`127.0.N.1`, by name order), as the
+/// suite's "each Gateway has its own address" requires; a Gateway may request any
+/// loopback IPv4 address, nothing else.
+#[derive(Debug, Default)]
+pub struct LoopbackAddresses {
+    assigned: BTreeMap<NamespacedName, Ipv4Addr>,
+}
+
+impl LoopbackAddresses {
+    /// Addresses for the Gateways among `resources`.
+    pub fn new(resources: &[Resource]) -> Self {
+        let mut assigned = BTreeMap::new();
+        let mut next = 1u8;
+        for resource in resources {
+            if let Resource::Gateway(gateway) = resource {
+                let key = (
+                    gateway.metadata.namespace().to_owned(),
+                    gateway.metadata.name.clone(),
+                );
+                assigned.entry(key).or_insert_with(|| {
+                    next = next.wrapping_add(1);
+                    Ipv4Addr::new(127, 0, next, 1)
+                });
+            }
+        }
+        Self { assigned }
+    }
+}
+
+impl AddressAssigner for LoopbackAddresses {
+    fn assign(
+        &self,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        let ip_address = |value: &str| GatewayAddress {
+            kind: Some("IPAddress".to_owned()),
+            value: Some(value.to_owned()),
+        };
+        let mut out = Vec::new();
+        for address in requested {
+            let kind = address.kind.as_deref().unwrap_or("IPAddress");
+            if kind != "IPAddress" {
+                return Err(AddressError::UnsupportedType(format!(
+                    "address type {kind:?} is not supported"
+                )));
+            }
+            match address.value.as_deref() {
+                None => {}
+                Some(value) => match value.parse::<Ipv4Addr>() {
+                    Ok(ip) if ip.is_loopback() => out.push(ip_address(value)),
+                    _ => {
+                        return Err(AddressError::NotUsable(format!(
+                            "address {value:?} cannot be used"
+                        )));
+                    }
+                },
+            }
+        }
+        if out.is_empty() {
+            let ip = self
+                .assigned
+                .get(gateway)
+                .copied()
+                .unwrap_or(Ipv4Addr::new(127, 0, 1, 1));
+            out.push(ip_address(&ip.to_string()));
+        }
+        Ok(out)
+    }
+}

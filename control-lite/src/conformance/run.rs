@@ -1,0 +1,333 @@
+//! Running vector files: skip what Culvert does not claim, load and translate the
+//! resources, judge every condition, status check and request (then each step's),
+//! and report in the fixed format: one line per file, every failure with expected
+//! and actual, and a last line `N passed, M failed, K skipped` counting checks.
+
+use super::certs::CaSet;
+use super::checks::{self, Verdict};
+use super::prepare::{Clock, EndpointOwners, LoopbackAddresses, prepare, replace_placeholders};
+use super::replay::{Tables, judge};
+use super::vector::{ConditionCheck, Exchange, StatusCheck, VectorFile, load_vector, vector_paths};
+use crate::model::{ObjectKey, Resource};
+use crate::store::Store;
+use crate::translate::{Options, Translation, translate};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The controller name the vectors' GatewayClass uses.
+pub const CONTROLLER_NAME: &str = "gateway-conformance.example/controller";
+
+/// Upstream features the static replay claims: what translation and the router
+/// implement. Files needing anything else are skipped with the missing feature named.
+pub const CLAIMED_FEATURES: &[&str] = &[
+    "Gateway",
+    "GatewayAddressEmpty",
+    "GatewayHTTPListenerIsolation",
+    "GatewayHTTPSListenerDetectMisdirectedRequests",
+    "GatewayPort8080",
+    "GatewayStaticAddresses",
+    "GRPCRoute",
+    "GRPCRouteNamedRouteRule",
+    "HTTPRoute",
+    "HTTPRoute303RedirectStatusCode",
+    "HTTPRoute307RedirectStatusCode",
+    "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolH2C",
+    "HTTPRouteBackendProtocolWebSocket",
+    "HTTPRouteBackendRequestHeaderModification",
+    "HTTPRouteBackendTimeout",
+    "HTTPRouteCORS",
+    "HTTPRouteDestinationPortMatching",
+    "HTTPRouteHostRewrite",
+    "HTTPRouteMethodMatching",
+    "HTTPRouteNamedRouteRule",
+    "HTTPRouteParentRefPort",
+    "HTTPRoutePathRedirect",
+    "HTTPRoutePathRewrite",
+    "HTTPRoutePortRedirect",
+    "HTTPRouteQueryParamMatching",
+    "HTTPRouteRequestMirror",
+    "HTTPRouteRequestMultipleMirrors",
+    "HTTPRouteRequestPercentageMirror",
+    "HTTPRouteRequestTimeout",
+    "HTTPRouteResponseHeaderModification",
+    "HTTPRouteRetry",
+    "HTTPRouteSchemeRedirect",
+    "ReferenceGrant",
+    "TLSRoute",
+];
+
+/// Counts of checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Checks that held.
+    pub passed: usize,
+    /// Checks that did not.
+    pub failed: usize,
+    /// Checks not judged (skipped files count all their checks here).
+    pub skipped: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.skipped += other.skipped;
+    }
+}
+
+/// The report of one file.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// File name without `.json`.
+    pub name: String,
+    /// Its checks.
+    pub tally: Tally,
+    /// Why the whole file was skipped, if it was.
+    pub skipped: Option<String>,
+    /// Lines describing failed and skipped checks.
+    pub details: Vec<String>,
+}
+
+impl FileReport {
+    /// `PASS`, `FAIL` or `SKIP`.
+    pub fn outcome(&self) -> &'static str {
+        if self.skipped.is_some() {
+            "SKIP"
+        } else if self.tally.failed > 0 {
+            "FAIL"
+        } else {
+            "PASS"
+        }
+    }
+}
+
+fn check_count(file: &VectorFile) -> usize {
+    file.requests.len()
+        + file.conditions.len()
+        + file.status_checks.len()
+        + file
+            .steps
+            .iter()
+            .map(|s| s.requests.len() + s.conditions.len() + s.status_checks.len())
+            .sum::<usize>()
+}
+
+/// Runs one parsed file.
+pub fn run_file(file: &VectorFile) -> FileReport {
+    let mut report = FileReport {
+        name: file.name.clone(),
+        tally: Tally::default(),
+        skipped: None,
+        details: Vec::new(),
+    };
+    let claimed = |feature: &str| CLAIMED_FEATURES.contains(&feature);
+    if !file.runs_with(claimed) {
+        let missing: Vec<&str> = file
+            .features
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !claimed(f))
+            .collect();
+        let excluded: Vec<&str> = file
+            .skip_if_features
+            .iter()
+            .map(String::as_str)
+            .filter(|f| claimed(f))
+            .collect();
+        report.skipped = Some(if missing.is_empty() {
+            format!("skipped because Culvert claims {}", excluded.join(", "))
+        } else {
+            format!("needs unclaimed feature(s) {}", missing.join(", "))
+        });
+        report.tally.skipped = check_count(file);
+        return report;
+    }
+    let mut cas = CaSet::new();
+    let mut clock = Clock::default();
+    let mut raw = file.resources.clone();
+    if let Err(why) = prepare(&mut raw, &mut cas, &mut clock) {
+        report
+            .details
+            .push(format!("  resources could not be prepared: {why}"));
+        report.tally.failed = check_count(file);
+        return report;
+    }
+    let mut objects: BTreeMap<ObjectKey, Value> = BTreeMap::new();
+    for value in raw {
+        match Resource::from_value(value.clone()) {
+            Ok(resource) => {
+                objects.insert(resource.key(), value);
+            }
+            Err(error) => report.details.push(format!("  resource refused: {error}")),
+        }
+    }
+    judge_state(
+        &mut report,
+        &objects,
+        &file.conditions,
+        &file.status_checks,
+        &file.requests,
+        "",
+    );
+    for (index, step) in file.steps.iter().enumerate() {
+        for value in &step.apply {
+            let mut value = value.clone();
+            replace_placeholders(&mut value);
+            let Ok(resource) = Resource::from_value(value.clone()) else {
+                report
+                    .details
+                    .push(format!("  step {index}: resource refused"));
+                continue;
+            };
+            let key = resource.key();
+            clock.stamp(&mut value, objects.get(&key));
+            objects.insert(key, value);
+        }
+        for object in &step.delete {
+            let key = ObjectKey::new(
+                &object.kind,
+                object.namespace.as_deref().unwrap_or(""),
+                &object.name,
+            );
+            objects.remove(&key);
+        }
+        let label = format!("step {index} ({}): ", step.description);
+        judge_state(
+            &mut report,
+            &objects,
+            &step.conditions,
+            &step.status_checks,
+            &step.requests,
+            &label,
+        );
+    }
+    report
+}
+
+fn judge_state(
+    report: &mut FileReport,
+    objects: &BTreeMap<ObjectKey, Value>,
+    conditions: &[ConditionCheck],
+    status_checks: &[StatusCheck],
+    requests: &[Exchange],
+    label: &str,
+) {
+    let resources: Vec<Resource> = objects
+        .values()
+        .filter_map(|v| Resource::from_value(v.clone()).ok())
+        .collect();
+    let addresses = LoopbackAddresses::new(&resources);
+    let owners = EndpointOwners::from_resources(&resources);
+    let store = Store::from_resources(resources);
+    let options = Options {
+        controller_name: CONTROLLER_NAME.to_owned(),
+        privileged_namespace_prefixes: Vec::new(),
+        addresses: Box::new(addresses),
+    };
+    let translation: Translation = translate(&store, &options);
+    let tables = Tables::new(&translation);
+    for refused in tables.refused() {
+        report.details.push(format!(
+            "  {label}data plane config refused by the router: {refused}"
+        ));
+    }
+    let mut record = |what: String, verdict: Verdict| match verdict {
+        Verdict::Pass => report.tally.passed += 1,
+        Verdict::Fail(why) => {
+            report.tally.failed += 1;
+            report.details.push(format!("  FAIL {label}{what}: {why}"));
+        }
+        Verdict::Skip(why) => {
+            report.tally.skipped += 1;
+            report.details.push(format!("  skip {label}{what}: {why}"));
+        }
+    };
+    for check in conditions {
+        let target = check
+            .listener
+            .as_ref()
+            .map(|l| format!(" listener {l}"))
+            .unwrap_or_default();
+        let what = format!(
+            "condition {} {}/{}{target} {}={}",
+            check.kind,
+            check.namespace.as_deref().unwrap_or(""),
+            check.name,
+            check.condition_type,
+            check.status.as_deref().unwrap_or("*")
+        );
+        record(what, checks::condition(&store, &translation, check));
+    }
+    for check in status_checks {
+        let what = format!(
+            "status {} {}/{} {}",
+            check.kind,
+            check.namespace.as_deref().unwrap_or(""),
+            check.name,
+            check.check
+        );
+        record(what, checks::status(&store, &translation, check));
+    }
+    for exchange in requests {
+        record(
+            format!("request {:?}", exchange.name),
+            judge(&tables, &owners, exchange),
+        );
+    }
+}
+
+/// Runs every vector file in `dir` and renders the report. Returns the text and the
+/// totals.
+pub fn run_dir(dir: &Path) -> Result<(String, Tally), String> {
+    let paths = vector_paths(dir).map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    let mut total = Tally::default();
+    let mut skipped_features: BTreeMap<String, usize> = BTreeMap::new();
+    for path in paths {
+        let file = match load_vector(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                let _ = writeln!(
+                    out,
+                    "FAIL {} 0/1\n  FAIL cannot read: {error}",
+                    path.display()
+                );
+                total.failed += 1;
+                continue;
+            }
+        };
+        let report = run_file(&file);
+        if let Some(why) = &report.skipped {
+            *skipped_features.entry(why.clone()).or_default() += 1;
+        }
+        let judged = report.tally.passed + report.tally.failed;
+        let _ = writeln!(
+            out,
+            "{} {} {}/{}",
+            report.outcome(),
+            report.name,
+            report.tally.passed,
+            judged
+        );
+        if let Some(why) = &report.skipped {
+            let _ = writeln!(out, "  {why}");
+        }
+        for line in &report.details {
+            let _ = writeln!(out, "{line}");
+        }
+        total.add(report.tally);
+    }
+    let _ = writeln!(out, "Features not claimed (files skipped):");
+    for (why, files) in &skipped_features {
+        let _ = writeln!(out, "  {why}: {files} file(s)");
+    }
+    let _ = writeln!(
+        out,
+        "{} passed, {} failed, {} skipped",
+        total.passed, total.failed, total.skipped
+    );
+    Ok((out, total))
+}

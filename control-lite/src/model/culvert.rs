@@ -1,0 +1,85 @@
+//! Culvert's own kinds (group `culvert.dev`, version `v1alpha1`): `GatewayClassConfig`
+//! (cluster-wide policy, named by a GatewayClass's `parametersRef`) and
+//! `GatewayConfig` (per-Gateway dedicated data plane, named by a Gateway's
+//! `infrastructure.parametersRef`).
+
+use super::gateway::SecretObjectReference;
+use super::meta::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+/// API group of Culvert's kinds.
+pub const GROUP: &str = "culvert.dev";
+
+/// A `GatewayClassConfig`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayClassConfig {
+    /// Metadata (cluster-scoped).
+    pub metadata: ObjectMeta,
+    /// Spec.
+    #[serde(default)]
+    pub spec: GatewayClassConfigSpec,
+}
+
+/// `GatewayClassConfig.spec`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GatewayClassConfigSpec {
+    /// Whether Gateways in different namespaces may share one tunnel.
+    #[serde(default)]
+    pub allow_shared_tunnels: bool,
+    /// Most dedicated data planes one namespace may have; unlimited when absent.
+    #[serde(default)]
+    pub max_data_planes_per_namespace: Option<u32>,
+    /// Namespace prefixes whose routes win hostname conflicts before age does.
+    #[serde(default)]
+    pub privileged_namespace_prefixes: Vec<String>,
+}
+
+/// A `GatewayConfig`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayConfig {
+    /// Metadata (same namespace as the Gateway).
+    pub metadata: ObjectMeta,
+    /// Spec.
+    #[serde(default)]
+    pub spec: GatewayConfigSpec,
+}
+
+/// `GatewayConfig.spec`: a dedicated data plane for one Gateway.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GatewayConfigSpec {
+    /// Data-plane replicas (the minimum when autoscaling).
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Autoscaling on the in-flight requests gauge.
+    #[serde(default)]
+    pub autoscaling: Option<Autoscaling>,
+    /// Cloudflare Tunnel this data plane connects.
+    #[serde(default)]
+    pub tunnel: Option<TunnelConfig>,
+    /// Secret holding the bearer token for config pushes; generated when absent.
+    #[serde(default)]
+    pub config_api_token_ref: Option<SecretObjectReference>,
+}
+
+/// Autoscaling bounds and target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Autoscaling {
+    /// Most replicas.
+    pub max_replicas: u32,
+    /// Target in-flight requests per replica.
+    #[serde(default)]
+    pub target_in_flight: Option<u32>,
+}
+
+/// A tunnel claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TunnelConfig {
+    /// Tunnel id (UUID).
+    pub tunnel_id: String,
+    /// Secret with the tunnel token or credentials.
+    pub credentials_ref: SecretObjectReference,
+}

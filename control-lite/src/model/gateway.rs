@@ -1,0 +1,233 @@
+//! `GatewayClass` and `Gateway` (gateway.networking.k8s.io, v1 and v1beta1), with
+//! the status Culvert writes for them.
+
+use super::meta::{Condition, LabelSelector, ObjectMeta};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A `GatewayClass`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayClass {
+    /// Metadata.
+    pub metadata: ObjectMeta,
+    /// Spec.
+    pub spec: GatewayClassSpec,
+}
+
+/// `GatewayClass.spec`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayClassSpec {
+    /// The controller that owns Gateways of this class.
+    pub controller_name: String,
+    /// Implementation-specific parameters (Culvert: a `GatewayClassConfig`).
+    #[serde(default)]
+    pub parameters_ref: Option<ParametersReference>,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A reference to a parameters object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParametersReference {
+    /// API group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace, for namespaced kinds.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// A `Gateway`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gateway {
+    /// Metadata.
+    pub metadata: ObjectMeta,
+    /// Spec.
+    pub spec: GatewaySpec,
+}
+
+/// `Gateway.spec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewaySpec {
+    /// Name of the `GatewayClass`.
+    pub gateway_class_name: String,
+    /// Listeners.
+    #[serde(default)]
+    pub listeners: Vec<Listener>,
+    /// Requested addresses.
+    #[serde(default)]
+    pub addresses: Vec<GatewayAddress>,
+    /// Labels, annotations and parameters for the infrastructure the Gateway gets.
+    #[serde(default)]
+    pub infrastructure: Option<Infrastructure>,
+    /// Gateway-wide TLS settings (frontend client validation, backend client
+    /// certificate). Kept raw: Culvert reports what it cannot honour.
+    #[serde(default)]
+    pub tls: Option<serde_json::Value>,
+    /// Fields this version of Culvert does not know; reported, never ignored.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, serde_json::Value>,
+}
+
+/// One listener of a Gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listener {
+    /// Name, unique within the Gateway.
+    pub name: String,
+    /// Hostname, exact or `*.suffix`.
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// Port.
+    pub port: i64,
+    /// `HTTP`, `HTTPS`, `TLS`, `TCP`, `UDP` or an implementation-specific value.
+    pub protocol: String,
+    /// TLS settings for `HTTPS` and `TLS`.
+    #[serde(default)]
+    pub tls: Option<ListenerTls>,
+    /// Which routes may attach.
+    #[serde(default)]
+    pub allowed_routes: Option<AllowedRoutes>,
+}
+
+/// `Listener.tls`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerTls {
+    /// `Terminate` (default) or `Passthrough`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Certificates for `Terminate`.
+    #[serde(default)]
+    pub certificate_refs: Vec<SecretObjectReference>,
+    /// Implementation-specific options.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+/// A reference to a Secret (or another certificate-holding kind).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretObjectReference {
+    /// API group; `""` (core) when absent.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Kind; `Secret` when absent.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Namespace; the referrer's when absent.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// `Listener.allowedRoutes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowedRoutes {
+    /// Namespaces routes may come from.
+    #[serde(default)]
+    pub namespaces: Option<RouteNamespaces>,
+    /// Route kinds; empty means the kinds the protocol supports.
+    #[serde(default)]
+    pub kinds: Vec<RouteGroupKind>,
+}
+
+/// `allowedRoutes.namespaces`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteNamespaces {
+    /// `Same` (default), `All` or `Selector`.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// For `Selector`.
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+}
+
+/// A route group and kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RouteGroupKind {
+    /// API group; `gateway.networking.k8s.io` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Kind.
+    pub kind: String,
+}
+
+/// A requested or assigned address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayAddress {
+    /// `IPAddress` (default), `Hostname` or `NamedAddress`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The address; may be absent in a request ("any address of this type").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// `Gateway.spec.infrastructure`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Infrastructure {
+    /// Labels for generated resources.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for generated resources.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// Culvert: a `GatewayConfig` in the Gateway's namespace.
+    #[serde(default)]
+    pub parameters_ref: Option<LocalParametersReference>,
+}
+
+/// A same-namespace parameters reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocalParametersReference {
+    /// API group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+}
+
+/// Status of a `GatewayClass`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayClassStatus {
+    /// Conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// Status of a `Gateway`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayStatus {
+    /// Assigned addresses.
+    #[serde(default)]
+    pub addresses: Vec<GatewayAddress>,
+    /// Conditions.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+    /// Per-listener status.
+    #[serde(default)]
+    pub listeners: Vec<ListenerStatus>,
+}
+
+/// Status of one listener.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerStatus {
+    /// Listener name.
+    pub name: String,
+    /// Route kinds that may attach.
+    pub supported_kinds: Vec<RouteGroupKind>,
+    /// Routes attached.
+    pub attached_routes: i32,
+    /// Conditions.
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,149 @@
+//! [`Store`]: the current set of objects, indexed the way translation looks them up.
+//! Filled from manifest files, a Kubernetes watch, or a conformance vector; holds no
+//! opinion about what the objects mean.
+
+use crate::model::{
+    ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig, GatewayConfig, GrpcRoute,
+    HttpRoute, Namespace, ObjectKey, ReferenceGrant, Resource, Secret, Service, TlsRoute,
+};
+use std::collections::BTreeMap;
+
+/// Namespace and name.
+pub type NamespacedName = (String, String);
+
+/// Every object translation reads, keyed by name (and namespace).
+#[derive(Debug, Clone, Default)]
+pub struct Store {
+    /// GatewayClasses by name.
+    pub gateway_classes: BTreeMap<String, GatewayClass>,
+    /// Gateways.
+    pub gateways: BTreeMap<NamespacedName, Gateway>,
+    /// HTTPRoutes.
+    pub http_routes: BTreeMap<NamespacedName, HttpRoute>,
+    /// GRPCRoutes.
+    pub grpc_routes: BTreeMap<NamespacedName, GrpcRoute>,
+    /// TLSRoutes.
+    pub tls_routes: BTreeMap<NamespacedName, TlsRoute>,
+    /// ReferenceGrants.
+    pub reference_grants: BTreeMap<NamespacedName, ReferenceGrant>,
+    /// Namespaces by name.
+    pub namespaces: BTreeMap<String, Namespace>,
+    /// Services.
+    pub services: BTreeMap<NamespacedName, Service>,
+    /// EndpointSlices.
+    pub endpoint_slices: BTreeMap<NamespacedName, EndpointSlice>,
+    /// Secrets.
+    pub secrets: BTreeMap<NamespacedName, Secret>,
+    /// ConfigMaps.
+    pub config_maps: BTreeMap<NamespacedName, ConfigMap>,
+    /// Culvert GatewayClassConfigs by name.
+    pub gateway_class_configs: BTreeMap<String, GatewayClassConfig>,
+    /// Culvert GatewayConfigs.
+    pub gateway_configs: BTreeMap<NamespacedName, GatewayConfig>,
+}
+
+fn key_of(namespace: Option<&String>, name: &str) -> NamespacedName {
+    (namespace.cloned().unwrap_or_default(), name.to_owned())
+}
+
+impl Store {
+    /// A store holding `resources`; later objects replace earlier ones of the same key.
+    pub fn from_resources(resources: impl IntoIterator<Item = Resource>) -> Self {
+        let mut store = Self::default();
+        for resource in resources {
+            store.apply(resource);
+        }
+        store
+    }
+
+    /// Creates or replaces an object. Kinds translation does not read are dropped.
+    pub fn apply(&mut self, resource: Resource) {
+        match resource {
+            Resource::GatewayClass(o) => {
+                self.gateway_classes.insert(o.metadata.name.clone(), o);
+            }
+            Resource::Gateway(o) => {
+                self.gateways
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::HttpRoute(o) => {
+                self.http_routes
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::GrpcRoute(o) => {
+                self.grpc_routes
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::TlsRoute(o) => {
+                self.tls_routes
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::ReferenceGrant(o) => {
+                self.reference_grants
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::Namespace(o) => {
+                self.namespaces.insert(o.metadata.name.clone(), o);
+            }
+            Resource::Service(o) => {
+                self.services
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::EndpointSlice(o) => {
+                self.endpoint_slices
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::Secret(o) => {
+                self.secrets
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::ConfigMap(o) => {
+                self.config_maps
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::GatewayClassConfig(o) => {
+                self.gateway_class_configs
+                    .insert(o.metadata.name.clone(), o);
+            }
+            Resource::GatewayConfig(o) => {
+                self.gateway_configs
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::Other(_) => {}
+        }
+    }
+
+    /// Deletes an object; returns whether it existed.
+    pub fn delete(&mut self, key: &ObjectKey) -> bool {
+        let nn = (key.namespace.clone(), key.name.clone());
+        match key.kind.as_str() {
+            "GatewayClass" => self.gateway_classes.remove(&key.name).is_some(),
+            "Gateway" => self.gateways.remove(&nn).is_some(),
+            "HTTPRoute" => self.http_routes.remove(&nn).is_some(),
+            "GRPCRoute" => self.grpc_routes.remove(&nn).is_some(),
+            "TLSRoute" => self.tls_routes.remove(&nn).is_some(),
+            "ReferenceGrant" => self.reference_grants.remove(&nn).is_some(),
+            "Namespace" => self.namespaces.remove(&key.name).is_some(),
+            "Service" => self.services.remove(&nn).is_some(),
+            "EndpointSlice" => self.endpoint_slices.remove(&nn).is_some(),
+            "Secret" => self.secrets.remove(&nn).is_some(),
+            "ConfigMap" => self.config_maps.remove(&nn).is_some(),
+            "GatewayClassConfig" => self.gateway_class_configs.remove(&key.name).is_some(),
+            "GatewayConfig" => self.gateway_configs.remove(&nn).is_some(),
+            _ => false,
+        }
+    }
+
+    /// The EndpointSlices of a Service.
+    pub fn slices_of<'s>(
+        &'s self,
+        namespace: &'s str,
+        service: &'s str,
+    ) -> impl Iterator<Item = &'s EndpointSlice> + 's {
+        self.endpoint_slices
+            .range((namespace.to_owned(), String::new())..)
+            .take_while(move |((ns, _), _)| ns == namespace)
+            .map(|(_, slice)| slice)
+            .filter(move |slice| slice.service_name() == Some(service))
+    }
+}

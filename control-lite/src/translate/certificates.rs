@@ -1,0 +1,40 @@
+//! Validity of the Secrets listeners name as certificates: a `kubernetes.io/tls`
+//! Secret whose `tls.crt` holds at least one PEM certificate and whose `tls.key`
+//! holds a PEM private key.
+
+use crate::model::Secret;
+use base64::Engine as _;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// Why a Secret cannot serve as a listener certificate.
+pub(crate) fn check_tls_secret(secret: &Secret) -> Result<(), String> {
+    if let Some(kind) = secret.kind.as_deref() {
+        if kind != "kubernetes.io/tls" {
+            return Err(format!("secret type is {kind:?}, not kubernetes.io/tls"));
+        }
+    }
+    let field = |key: &str| -> Result<Vec<u8>, String> {
+        if let Some(text) = secret.string_data.get(key) {
+            return Ok(text.as_bytes().to_vec());
+        }
+        let encoded = secret
+            .data
+            .get(key)
+            .ok_or_else(|| format!("secret has no {key}"))?;
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .map_err(|error| format!("{key} is not base64: {error}"))
+    };
+    let chain = field("tls.crt")?;
+    let key = field("tls.key")?;
+    let certificates: Vec<_> = CertificateDer::pem_slice_iter(&chain)
+        .collect::<Result<_, _>>()
+        .map_err(|error| format!("tls.crt is not PEM: {error}"))?;
+    if certificates.is_empty() {
+        return Err("tls.crt holds no PEM certificate".to_owned());
+    }
+    PrivateKeyDer::from_pem_slice(&key)
+        .map_err(|error| format!("tls.key holds no PEM private key: {error}"))?;
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! GatewayClasses and Gateways: which belong to Culvert, their parameters, addresses
+//! and listeners, and which data plane serves each.
+
+use super::conditions::{Verdict, reason};
+use super::listeners::{self, ListenerState, Transport};
+use super::{AddressError, DataPlaneId, Options};
+use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass};
+use crate::store::{NamespacedName, Store};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// A GatewayClass Culvert owns, and its verdict.
+pub(crate) struct ClassState {
+    pub(crate) generation: i64,
+    pub(crate) accepted: Verdict,
+    pub(crate) privileged_prefixes: Vec<String>,
+}
+
+/// Validates the classes whose controller is ours.
+pub(crate) fn classes(store: &Store, options: &Options) -> BTreeMap<String, ClassState> {
+    store
+        .gateway_classes
+        .iter()
+        .filter(|(_, class)| class.spec.controller_name == options.controller_name)
+        .map(|(name, class)| (name.clone(), class_state(store, class, options)))
+        .collect()
+}
+
+fn class_state(store: &Store, class: &GatewayClass, options: &Options) -> ClassState {
+    let mut privileged_prefixes = options.privileged_namespace_prefixes.clone();
+    let accepted = match &class.spec.parameters_ref {
+        None => Verdict::yes(reason::ACCEPTED),
+        Some(reference)
+            if reference.group == CULVERT_GROUP && reference.kind == "GatewayClassConfig" =>
+        {
+            match store.gateway_class_configs.get(&reference.name) {
+                Some(config) => {
+                    privileged_prefixes
+                        .extend(config.spec.privileged_namespace_prefixes.iter().cloned());
+                    Verdict::yes(reason::ACCEPTED)
+                }
+                None => Verdict::no(
+                    reason::INVALID_PARAMETERS,
+                    format!("GatewayClassConfig {:?} not found", reference.name),
+                ),
+            }
+        }
+        Some(reference) => Verdict::no(
+            reason::INVALID_PARAMETERS,
+            format!(
+                "parametersRef must be a {CULVERT_GROUP} GatewayClassConfig, not {}/{}",
+                reference.group, reference.kind
+            ),
+        ),
+    };
+    ClassState {
+        generation: class.metadata.generation(),
+        accepted,
+        privileged_prefixes,
+    }
+}
+
+/// A Gateway Culvert owns, after validation.
+pub(crate) struct GatewayState {
+    pub(crate) key: NamespacedName,
+    pub(crate) generation: i64,
+    pub(crate) creation_timestamp: String,
+    pub(crate) accepted: Verdict,
+    pub(crate) addresses: Vec<GatewayAddress>,
+    /// Why the requested addresses cannot be programmed, when they cannot.
+    pub(crate) address_problem: Option<String>,
+    /// The address its listeners bind, when the address is an IP.
+    pub(crate) local_ip: Option<IpAddr>,
+    pub(crate) listeners: Vec<ListenerState>,
+    /// `None` when the Gateway is not accepted and so not served.
+    pub(crate) plane: Option<DataPlaneId>,
+}
+
+impl GatewayState {
+    /// The Gateway-level `Programmed` verdict.
+    pub(crate) fn programmed(&self) -> Verdict {
+        if !self.accepted.status {
+            Verdict::no(reason::INVALID, "gateway is not accepted")
+        } else if let Some(problem) = &self.address_problem {
+            Verdict::no(reason::ADDRESS_NOT_USABLE, problem.clone())
+        } else if self.addresses.is_empty() {
+            Verdict::no(reason::ADDRESS_NOT_USABLE, "no address could be assigned")
+        } else {
+            Verdict::yes(reason::PROGRAMMED)
+        }
+    }
+
+    /// The name a listener has in the data-plane config.
+    pub(crate) fn listener_id(&self, listener: &ListenerState) -> String {
+        format!("{}/{}/{}", self.key.0, self.key.1, listener.name)
+    }
+}
+
+/// Validates every Gateway of an accepted class of ours, oldest first.
+pub(crate) fn gateways(
+    store: &Store,
+    options: &Options,
+    classes: &BTreeMap<String, ClassState>,
+) -> Vec<GatewayState> {
+    let mut states: Vec<GatewayState> = store
+        .gateways
+        .iter()
+        .filter(|(_, gateway)| classes.contains_key(&gateway.spec.gateway_class_name))
+        .map(|(key, gateway)| {
+            gateway_state(
+                store,
+                options,
+                key,
+                gateway,
+                &classes[&gateway.spec.gateway_class_name],
+            )
+        })
+        .collect();
+    states.sort_by(|a, b| (&a.creation_timestamp, &a.key).cmp(&(&b.creation_timestamp, &b.key)));
+    resolve_shared_plane_conflicts(&mut states);
+    for state in &mut states {
+        state.accepted = gateway_verdict(state.accepted.clone(), &state.listeners);
+        if !state.accepted.status || state.address_problem.is_some() {
+            state.plane = None;
+        }
+    }
+    states
+}
+
+fn gateway_state(
+    store: &Store,
+    options: &Options,
+    key: &NamespacedName,
+    gateway: &Gateway,
+    class: &ClassState,
+) -> GatewayState {
+    let mut accepted = if class.accepted.status {
+        Verdict::yes(reason::ACCEPTED)
+    } else {
+        Verdict::no(
+            reason::INVALID_PARAMETERS,
+            format!(
+                "GatewayClass {} is not accepted",
+                gateway.spec.gateway_class_name
+            ),
+        )
+    };
+    let mut plane = Some(DataPlaneId::Shared(gateway.spec.gateway_class_name.clone()));
+    if let Some(reference) = gateway
+        .spec
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.parameters_ref.as_ref())
+    {
+        let exists = reference.group == CULVERT_GROUP
+            && reference.kind == "GatewayConfig"
+            && store
+                .gateway_configs
+                .contains_key(&(key.0.clone(), reference.name.clone()));
+        if exists {
+            plane = Some(DataPlaneId::Dedicated(key.clone()));
+        } else {
+            accepted = Verdict::no(
+                reason::INVALID_PARAMETERS,
+                format!(
+                    "infrastructure.parametersRef must name an existing {CULVERT_GROUP} GatewayConfig in {}, not {}/{} {:?}",
+                    key.0, reference.group, reference.kind, reference.name
+                ),
+            );
+        }
+    }
+    if gateway.spec.tls.is_some() && accepted.status {
+        accepted = Verdict::no(
+            reason::UNSUPPORTED_VALUE,
+            "spec.tls (client certificate validation) is not supported yet",
+        );
+    }
+    if let Some(field) = gateway.spec.unknown.keys().next() {
+        if accepted.status {
+            accepted = Verdict::no(
+                reason::UNSUPPORTED_VALUE,
+                format!("spec.{field} is not supported"),
+            );
+        }
+    }
+    let mut address_problem = None;
+    let addresses = match options.addresses.assign(key, &gateway.spec.addresses) {
+        Ok(addresses) => addresses,
+        Err(AddressError::UnsupportedType(why)) => {
+            if accepted.status {
+                accepted = Verdict::no(reason::UNSUPPORTED_ADDRESS, why);
+            }
+            Vec::new()
+        }
+        Err(AddressError::NotUsable(why)) => {
+            address_problem = Some(why);
+            Vec::new()
+        }
+    };
+    let local_ip = addresses
+        .iter()
+        .find(|a| a.kind.as_deref().is_none_or(|k| k == "IPAddress"))
+        .and_then(|a| a.value.as_deref())
+        .and_then(|v| v.parse().ok());
+    GatewayState {
+        key: key.clone(),
+        generation: gateway.metadata.generation(),
+        creation_timestamp: gateway
+            .metadata
+            .creation_timestamp
+            .clone()
+            .unwrap_or_default(),
+        accepted,
+        addresses,
+        address_problem,
+        local_ip,
+        listeners: listeners::validate(gateway, store),
+        plane,
+    }
+}
+
+/// Gateway `Accepted`: an earlier refusal stands; otherwise valid listeners decide.
+fn gateway_verdict(earlier: Verdict, listeners: &[ListenerState]) -> Verdict {
+    if !earlier.status {
+        return earlier;
+    }
+    let invalid = listeners.iter().filter(|l| !l.usable()).count();
+    if invalid == 0 {
+        earlier
+    } else if invalid == listeners.len() {
+        Verdict::no(reason::LISTENERS_NOT_VALID, "no listener is valid")
+    } else {
+        Verdict {
+            status: true,
+            reason: reason::LISTENERS_NOT_VALID,
+            message: format!("{invalid} listener(s) are not valid"),
+        }
+    }
+}
+
+/// A listening socket of a data plane.
+type Socket = (DataPlaneId, Option<IpAddr>, u16);
+/// Who holds a socket: transport, hostname and owning Gateway.
+type Claim = (Transport, Option<String>, String);
+
+/// Gateways sharing a data plane share its sockets: a listener that would take an
+/// address, port and hostname an older Gateway already serves is refused.
+fn resolve_shared_plane_conflicts(states: &mut [GatewayState]) {
+    let mut taken: BTreeMap<Socket, Vec<Claim>> = BTreeMap::new();
+    for state in states.iter_mut() {
+        let Some(plane) = state.plane.clone() else {
+            continue;
+        };
+        let owner = format!("{}/{}", state.key.0, state.key.1);
+        for listener in state.listeners.iter_mut().filter(|l| l.usable()) {
+            let slot = taken
+                .entry((plane.clone(), state.local_ip, listener.port))
+                .or_default();
+            let hostname = listener.hostname.as_ref().map(ToString::to_string);
+            let clash = slot.iter().find(|(transport, other_host, other_owner)| {
+                *other_owner != owner
+                    && (!matches!(
+                        (transport, listener.transport),
+                        (Transport::Http, Transport::Http)
+                    ) && (*transport == Transport::Http
+                        || listener.transport == Transport::Http)
+                        || *other_host == hostname)
+            });
+            if let Some((transport, _, other_owner)) = clash {
+                let protocol =
+                    (*transport == Transport::Http) != (listener.transport == Transport::Http);
+                let why = if protocol {
+                    reason::PROTOCOL_CONFLICT
+                } else {
+                    reason::HOSTNAME_CONFLICT
+                };
+                let message = format!(
+                    "port {} is already served by Gateway {other_owner} on the same data plane",
+                    listener.port
+                );
+                listener.conflicted = Verdict {
+                    status: true,
+                    reason: why,
+                    message: message.clone(),
+                };
+                listener.accepted = Verdict::no(why, message);
+                listener.supported_kinds.clear();
+            } else {
+                slot.push((listener.transport, hostname, owner.clone()));
+            }
+        }
+    }
+}

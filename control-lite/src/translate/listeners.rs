@@ -1,0 +1,381 @@
+//! Listener validation: protocol support, conflicts between listeners of one
+//! Gateway, allowed route kinds and namespaces, and certificate references.
+
+use super::certificates::check_tls_secret;
+use super::conditions::{Verdict, reason};
+use super::references::{Side, permitted};
+use crate::model::GATEWAY_GROUP;
+use crate::model::{Gateway, LabelSelector, Listener, RouteGroupKind};
+use crate::store::Store;
+use culvert_router::config::CertificateRef;
+use culvert_router::host::HostPattern;
+
+/// What a listener speaks, as far as Culvert is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// `HTTP`.
+    Http,
+    /// `HTTPS` (TLS terminated, then HTTP).
+    Https,
+    /// `TLS` with `mode: Passthrough`.
+    TlsPassthrough,
+    /// `TLS` with `mode: Terminate` (not supported yet).
+    TlsTerminate,
+    /// Anything else.
+    Unsupported,
+}
+
+impl Transport {
+    fn of(listener: &Listener) -> Self {
+        match listener.protocol.as_str() {
+            "HTTP" => Self::Http,
+            "HTTPS" => Self::Https,
+            "TLS" => match listener.tls.as_ref().and_then(|t| t.mode.as_deref()) {
+                Some("Passthrough") => Self::TlsPassthrough,
+                _ => Self::TlsTerminate,
+            },
+            _ => Self::Unsupported,
+        }
+    }
+
+    /// Route kinds this transport can carry.
+    fn route_kinds(self) -> &'static [&'static str] {
+        match self {
+            Self::Http | Self::Https => &["HTTPRoute", "GRPCRoute"],
+            Self::TlsPassthrough => &["TLSRoute"],
+            Self::TlsTerminate | Self::Unsupported => &[],
+        }
+    }
+
+    /// Whether two transports can share one port.
+    fn compatible(self, other: Self) -> bool {
+        match (self, other) {
+            (Self::Unsupported, _) | (_, Self::Unsupported) => true,
+            (Self::Http, Self::Http) => true,
+            (Self::Http, _) | (_, Self::Http) => false,
+            // SNI splits HTTPS from passthrough; Culvert cannot mix TLS termination
+            // for TLSRoute with anything on one port yet.
+            (Self::TlsTerminate, Self::TlsTerminate) => true,
+            (Self::TlsTerminate, _) | (_, Self::TlsTerminate) => false,
+            _ => true,
+        }
+    }
+}
+
+/// Which namespaces may attach routes to a listener.
+#[derive(Debug, Clone)]
+pub(crate) enum NamespacePolicy {
+    Same,
+    All,
+    Selector(LabelSelector),
+    /// An unknown `from` or a missing selector: nothing may attach.
+    None,
+}
+
+/// A validated listener and the status it will report.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenerState {
+    pub(crate) name: String,
+    pub(crate) port: u16,
+    pub(crate) transport: Transport,
+    pub(crate) hostname: Option<HostPattern>,
+    pub(crate) supported_kinds: Vec<RouteGroupKind>,
+    pub(crate) namespaces: NamespacePolicy,
+    pub(crate) accepted: Verdict,
+    /// `status: true` means conflicted.
+    pub(crate) conflicted: Verdict,
+    pub(crate) resolved_refs: Verdict,
+    pub(crate) certificates: Vec<CertificateRef>,
+    pub(crate) attached_routes: i32,
+}
+
+impl ListenerState {
+    /// Whether routes may attach and the data plane serves this listener.
+    pub(crate) fn usable(&self) -> bool {
+        self.accepted.status
+    }
+
+    /// The `Programmed` verdict.
+    pub(crate) fn programmed(&self) -> Verdict {
+        if self.accepted.status && self.resolved_refs.status {
+            Verdict::yes(reason::PROGRAMMED)
+        } else {
+            Verdict::no(
+                reason::INVALID,
+                "listener is not accepted or has unresolved references",
+            )
+        }
+    }
+
+    /// Whether `kind` may attach.
+    pub(crate) fn allows_kind(&self, kind: &str) -> bool {
+        self.supported_kinds.iter().any(|k| k.kind == kind)
+    }
+
+    /// Whether a route in `namespace` may attach to this listener of a Gateway in
+    /// `gateway_namespace`.
+    pub(crate) fn allows_namespace(
+        &self,
+        store: &Store,
+        gateway_namespace: &str,
+        namespace: &str,
+    ) -> bool {
+        match &self.namespaces {
+            NamespacePolicy::Same => namespace == gateway_namespace,
+            NamespacePolicy::All => true,
+            NamespacePolicy::Selector(selector) => store
+                .namespaces
+                .get(namespace)
+                .is_some_and(|ns| selector.matches(&ns.metadata.labels)),
+            NamespacePolicy::None => false,
+        }
+    }
+}
+
+/// Validates every listener of a Gateway.
+pub(crate) fn validate(gateway: &Gateway, store: &Store) -> Vec<ListenerState> {
+    let namespace = gateway.metadata.namespace();
+    let mut states: Vec<ListenerState> = gateway
+        .spec
+        .listeners
+        .iter()
+        .map(|l| validate_one(l, namespace, store))
+        .collect();
+    mark_conflicts(&mut states);
+    states
+}
+
+fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> ListenerState {
+    let transport = Transport::of(listener);
+    let mut accepted = Verdict::yes(reason::ACCEPTED);
+    let mut resolved_refs = Verdict::yes(reason::RESOLVED_REFS);
+    let port = u16::try_from(listener.port).ok().filter(|p| *p != 0);
+    if port.is_none() {
+        accepted = Verdict::no(
+            reason::UNSUPPORTED_VALUE,
+            format!("port {} is out of range", listener.port),
+        );
+    }
+    let hostname = match listener
+        .hostname
+        .as_deref()
+        .map(HostPattern::parse)
+        .transpose()
+    {
+        Ok(hostname) => hostname,
+        Err(why) => {
+            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+            None
+        }
+    };
+    match transport {
+        Transport::Unsupported => {
+            accepted = Verdict::no(
+                reason::UNSUPPORTED_PROTOCOL,
+                format!("protocol {:?} is not supported", listener.protocol),
+            );
+        }
+        Transport::TlsTerminate => {
+            accepted = Verdict::no(
+                reason::UNSUPPORTED_VALUE,
+                "TLS listeners support mode Passthrough only; use HTTPS to terminate TLS",
+            );
+        }
+        _ => {}
+    }
+    let (supported_kinds, kinds_ok) = supported_kinds(listener, transport);
+    if !kinds_ok {
+        resolved_refs = Verdict::no(
+            reason::INVALID_ROUTE_KINDS,
+            "allowedRoutes.kinds names a kind this listener cannot carry",
+        );
+    }
+    let mut certificates = Vec::new();
+    if transport == Transport::Https {
+        match resolve_certificates(listener, namespace, store) {
+            Ok(refs) => certificates = refs,
+            Err(verdict) => resolved_refs = verdict,
+        }
+    }
+    let namespaces = match listener
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.namespaces.as_ref())
+    {
+        None => NamespacePolicy::Same,
+        Some(policy) => match policy.from.as_deref().unwrap_or("Same") {
+            "Same" => NamespacePolicy::Same,
+            "All" => NamespacePolicy::All,
+            "Selector" => policy
+                .selector
+                .clone()
+                .map_or(NamespacePolicy::None, NamespacePolicy::Selector),
+            _ => NamespacePolicy::None,
+        },
+    };
+    ListenerState {
+        name: listener.name.clone(),
+        port: port.unwrap_or(0),
+        transport,
+        hostname,
+        supported_kinds: if accepted.status {
+            supported_kinds
+        } else {
+            Vec::new()
+        },
+        namespaces,
+        accepted,
+        conflicted: Verdict::no(reason::NO_CONFLICTS, ""),
+        resolved_refs,
+        certificates,
+        attached_routes: 0,
+    }
+}
+
+/// The kinds that may attach, and whether every requested kind was valid.
+fn supported_kinds(listener: &Listener, transport: Transport) -> (Vec<RouteGroupKind>, bool) {
+    let carried = transport.route_kinds();
+    let requested = listener
+        .allowed_routes
+        .as_ref()
+        .map(|a| a.kinds.as_slice())
+        .unwrap_or_default();
+    let kind = |name: &str| RouteGroupKind {
+        group: Some(GATEWAY_GROUP.to_owned()),
+        kind: name.to_owned(),
+    };
+    if requested.is_empty() {
+        return (carried.iter().map(|k| kind(k)).collect(), true);
+    }
+    let mut out: Vec<RouteGroupKind> = Vec::new();
+    let mut all_valid = true;
+    for wanted in requested {
+        let group_ok = wanted.group.as_deref().is_none_or(|g| g == GATEWAY_GROUP);
+        if group_ok && carried.contains(&wanted.kind.as_str()) {
+            if !out.iter().any(|k| k.kind == wanted.kind) {
+                out.push(kind(&wanted.kind));
+            }
+        } else {
+            all_valid = false;
+        }
+    }
+    (out, all_valid)
+}
+
+fn resolve_certificates(
+    listener: &Listener,
+    namespace: &str,
+    store: &Store,
+) -> Result<Vec<CertificateRef>, Verdict> {
+    let refs = listener
+        .tls
+        .as_ref()
+        .map(|t| t.certificate_refs.as_slice())
+        .unwrap_or_default();
+    if refs.is_empty() {
+        return Err(Verdict::no(
+            reason::INVALID_CERTIFICATE_REF,
+            "HTTPS listener has no certificateRefs",
+        ));
+    }
+    let mut out = Vec::with_capacity(refs.len());
+    for reference in refs {
+        let group = reference.group.as_deref().unwrap_or("");
+        let kind = reference.kind.as_deref().unwrap_or("Secret");
+        if !group.is_empty() || kind != "Secret" {
+            return Err(Verdict::no(
+                reason::INVALID_CERTIFICATE_REF,
+                format!(
+                    "certificateRef {group:?}/{kind} {:?} is not a core Secret",
+                    reference.name
+                ),
+            ));
+        }
+        let secret_namespace = reference.namespace.as_deref().unwrap_or(namespace);
+        let from = Side {
+            group: GATEWAY_GROUP,
+            kind: "Gateway",
+            namespace,
+        };
+        let to = Side {
+            group: "",
+            kind: "Secret",
+            namespace: secret_namespace,
+        };
+        if !permitted(store, &from, &to, &reference.name) {
+            return Err(Verdict::no(
+                reason::REF_NOT_PERMITTED,
+                format!(
+                    "no ReferenceGrant allows Secret {secret_namespace}/{}",
+                    reference.name
+                ),
+            ));
+        }
+        let secret = store
+            .secrets
+            .get(&(secret_namespace.to_owned(), reference.name.clone()))
+            .ok_or_else(|| {
+                Verdict::no(
+                    reason::INVALID_CERTIFICATE_REF,
+                    format!("Secret {secret_namespace}/{} not found", reference.name),
+                )
+            })?;
+        check_tls_secret(secret).map_err(|why| {
+            Verdict::no(
+                reason::INVALID_CERTIFICATE_REF,
+                format!("Secret {secret_namespace}/{}: {why}", reference.name),
+            )
+        })?;
+        out.push(CertificateRef {
+            namespace: secret_namespace.to_owned(),
+            name: reference.name.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// Listeners on one port must speak compatible protocols and, when compatible, have
+/// distinct hostnames; every listener involved in a conflict is refused.
+fn mark_conflicts(states: &mut [ListenerState]) {
+    let count = states.len();
+    for i in 0..count {
+        for j in 0..count {
+            if i == j || states[i].port != states[j].port || states[i].port == 0 {
+                continue;
+            }
+            let (a, b) = (states[i].transport, states[j].transport);
+            if a == Transport::Unsupported || b == Transport::Unsupported {
+                continue;
+            }
+            let verdict = if !a.compatible(b) {
+                Some((
+                    reason::PROTOCOL_CONFLICT,
+                    format!(
+                        "port {} is shared with listener {:?} of an incompatible protocol",
+                        states[i].port, states[j].name
+                    ),
+                ))
+            } else if states[i].hostname == states[j].hostname {
+                Some((
+                    reason::HOSTNAME_CONFLICT,
+                    format!(
+                        "port {} and hostname are shared with listener {:?}",
+                        states[i].port, states[j].name
+                    ),
+                ))
+            } else {
+                None
+            };
+            if let Some((why, message)) = verdict {
+                let state = &mut states[i];
+                state.conflicted = Verdict {
+                    status: true,
+                    reason: why,
+                    message: message.clone(),
+                };
+                state.accepted = Verdict::no(why, message);
+                state.supported_kinds.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Translation: a pure function from the objects in a [`Store`] to one
+//! `DataPlaneConfig` per data plane plus every status condition Culvert owns.
+//!
+//! Order of work: classes (`gateways::classes`), Gateways and their listeners
+//! (`gateways::gateways`, `listeners`), route attachment per parentRef (`attach`),
+//! rule translation (`routes`, `backends`), cross-namespace hostname conflicts
+//! (`conflicts`), then assembly per data plane (`planes`), where each route is also
+//! compiled alone by the router so a route the router refuses is reported, not
+//! served. Start at [`translate`].
+
+mod attach;
+mod backends;
+mod certificates;
+mod conditions;
+mod conflicts;
+mod gateways;
+mod listeners;
+mod planes;
+mod references;
+mod routes;
+mod status;
+
+pub use status::Translation;
+
+use crate::model::GatewayAddress;
+use crate::store::{NamespacedName, Store};
+
+/// Settings of a translation.
+pub struct Options {
+    /// The `controllerName` of GatewayClasses Culvert owns.
+    pub controller_name: String,
+    /// Namespace prefixes whose routes win hostname conflicts before age decides.
+    pub privileged_namespace_prefixes: Vec<String>,
+    /// Assigns addresses to Gateways.
+    pub addresses: Box<dyn AddressAssigner>,
+}
+
+/// Decides the addresses of a Gateway.
+pub trait AddressAssigner {
+    /// The addresses `gateway` gets, given the ones it requests.
+    fn assign(
+        &self,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError>;
+}
+
+/// Why a Gateway's requested addresses cannot all be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressError {
+    /// An address type Culvert does not support: the Gateway is not accepted.
+    UnsupportedType(String),
+    /// A supported type whose value cannot be used here: the Gateway is accepted
+    /// but cannot be programmed.
+    NotUsable(String),
+}
+
+/// Every Gateway gets the same fixed addresses (a bare-metal host or a node); a
+/// Gateway may request only those.
+#[derive(Debug, Clone)]
+pub struct FixedAddresses(pub Vec<String>);
+
+impl AddressAssigner for FixedAddresses {
+    fn assign(
+        &self,
+        _gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        for address in requested {
+            let kind = address.kind.as_deref().unwrap_or("IPAddress");
+            if kind != "IPAddress" {
+                return Err(AddressError::UnsupportedType(format!(
+                    "address type {kind:?} is not supported"
+                )));
+            }
+            if let Some(value) = &address.value {
+                if !self.0.contains(value) {
+                    return Err(AddressError::NotUsable(format!(
+                        "address {value:?} is not one this data plane can use"
+                    )));
+                }
+            }
+        }
+        let wanted: Vec<&String> = requested.iter().filter_map(|a| a.value.as_ref()).collect();
+        Ok(self
+            .0
+            .iter()
+            .filter(|a| wanted.is_empty() || wanted.contains(a))
+            .map(|value| GatewayAddress {
+                kind: Some("IPAddress".to_owned()),
+                value: Some(value.clone()),
+            })
+            .collect())
+    }
+}
+
+/// Which data plane serves a Gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DataPlaneId {
+    /// The shared data plane of a GatewayClass.
+    Shared(String),
+    /// A dedicated data plane for one Gateway (`GatewayConfig`).
+    Dedicated(NamespacedName),
+}
+
+/// Translates everything in `store`.
+pub fn translate(store: &Store, options: &Options) -> Translation {
+    let classes = gateways::classes(store, options);
+    let mut gateways = gateways::gateways(store, options, &classes);
+    let mut routes = planes::attach_all(store, &gateways);
+    let privileged: Vec<String> = classes
+        .values()
+        .flat_map(|c| c.privileged_prefixes.iter().cloned())
+        .collect();
+    conflicts::resolve(&mut routes, &gateways, &privileged);
+    let data_planes = planes::assemble(&mut routes, &mut gateways);
+    status::build(store, options, &classes, &gateways, &routes, data_planes)
+}
+
+#[cfg(test)]
+mod tests;

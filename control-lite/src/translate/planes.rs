@@ -1,0 +1,266 @@
+//! Routes of every kind, attached and translated, and their assembly into one
+//! `DataPlaneConfig` per data plane.
+
+use super::DataPlaneId;
+use super::attach::{ParentOutcome, RouteView, attach};
+use super::conditions::{Verdict, reason};
+use super::gateways::GatewayState;
+use super::listeners::Transport;
+use super::routes::{self, Translated};
+use crate::store::{NamespacedName, Store};
+use culvert_router::RouteTableBuilder;
+use culvert_router::config::{
+    BackendConfig, DataPlaneConfig, GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig,
+    HttpRuleConfig, ListenerConfig, ListenerProtocol, ListenerTlsConfig, TlsRouteConfig,
+};
+use culvert_router::host::HostPattern;
+use std::collections::BTreeMap;
+
+/// The translated rules of a route, by kind.
+pub(crate) enum RouteBody {
+    Http(Vec<HttpRuleConfig>),
+    Grpc(Vec<GrpcRuleConfig>),
+    Tls(Vec<BackendConfig>),
+}
+
+/// A route of any kind after attachment and translation.
+pub(crate) struct RouteState {
+    pub(crate) kind: &'static str,
+    pub(crate) key: NamespacedName,
+    pub(crate) generation: i64,
+    pub(crate) creation_timestamp: Option<String>,
+    pub(crate) hostnames: Vec<String>,
+    pub(crate) patterns: Vec<HostPattern>,
+    pub(crate) parents: Vec<ParentOutcome>,
+    pub(crate) resolved_refs: Verdict,
+    pub(crate) body: RouteBody,
+}
+
+/// Attaches and translates every route.
+pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteState> {
+    let by_key: BTreeMap<NamespacedName, usize> = gateways
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.key.clone(), i))
+        .collect();
+    let mut out = Vec::new();
+    for (key, route) in &store.http_routes {
+        let translated = routes::http(store, route);
+        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
+        let meta = &route.metadata;
+        out.push(state(
+            store,
+            gateways,
+            &by_key,
+            "HTTPRoute",
+            key,
+            meta,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+            Translated {
+                rules: RouteBody::Http(translated.rules),
+                unsupported,
+                resolved_refs,
+            },
+        ));
+    }
+    for (key, route) in &store.grpc_routes {
+        let translated = routes::grpc(store, route);
+        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
+        let meta = &route.metadata;
+        out.push(state(
+            store,
+            gateways,
+            &by_key,
+            "GRPCRoute",
+            key,
+            meta,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+            Translated {
+                rules: RouteBody::Grpc(translated.rules),
+                unsupported,
+                resolved_refs,
+            },
+        ));
+    }
+    for (key, route) in &store.tls_routes {
+        let translated = routes::tls(store, route);
+        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
+        let meta = &route.metadata;
+        out.push(state(
+            store,
+            gateways,
+            &by_key,
+            "TLSRoute",
+            key,
+            meta,
+            &route.spec.parent_refs,
+            &route.spec.hostnames,
+            Translated {
+                rules: RouteBody::Tls(translated.rules),
+                unsupported,
+                resolved_refs,
+            },
+        ));
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments, reason = "one call site per route kind")]
+fn state(
+    store: &Store,
+    gateways: &[GatewayState],
+    by_key: &BTreeMap<NamespacedName, usize>,
+    kind: &'static str,
+    key: &NamespacedName,
+    meta: &crate::model::ObjectMeta,
+    parent_refs: &[crate::model::ParentReference],
+    hostnames: &[String],
+    translated: Translated<RouteBody>,
+) -> RouteState {
+    let mut unsupported = translated.unsupported;
+    let mut patterns = Vec::new();
+    for hostname in hostnames {
+        match HostPattern::parse(hostname) {
+            Ok(pattern) => patterns.push(pattern),
+            Err(why) => {
+                unsupported.get_or_insert(format!("spec.hostnames: {why}"));
+            }
+        }
+    }
+    let view = RouteView {
+        kind,
+        namespace: &key.0,
+        parent_refs,
+        hostnames: &patterns,
+    };
+    let mut parents = attach(store, &view, gateways, by_key);
+    if let Some(message) = unsupported {
+        for parent in parents.iter_mut().filter(|p| p.accepted.status) {
+            parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, message.clone());
+            parent.listeners.clear();
+        }
+    }
+    RouteState {
+        kind,
+        key: key.clone(),
+        generation: meta.generation(),
+        creation_timestamp: meta.creation_timestamp.clone(),
+        hostnames: hostnames.to_vec(),
+        patterns,
+        parents,
+        resolved_refs: translated.resolved_refs,
+        body: translated.rules,
+    }
+}
+
+/// Builds each data plane's config from the accepted attachments, compiling every
+/// route alone first: a route the router refuses is reported `UnsupportedValue` and
+/// left out, so it cannot cost the routes already serving. Counts attached routes.
+pub(crate) fn assemble(
+    routes: &mut [RouteState],
+    gateways: &mut [GatewayState],
+) -> BTreeMap<DataPlaneId, DataPlaneConfig> {
+    let mut planes: BTreeMap<DataPlaneId, DataPlaneConfig> = BTreeMap::new();
+    for gateway in gateways.iter() {
+        let Some(plane) = &gateway.plane else {
+            continue;
+        };
+        let config = planes.entry(plane.clone()).or_default();
+        for listener in gateway.listeners.iter().filter(|l| l.usable()) {
+            config.listeners.push(ListenerConfig {
+                name: gateway.listener_id(listener),
+                address: gateway.local_ip,
+                port: listener.port,
+                protocol: match listener.transport {
+                    Transport::Http => ListenerProtocol::Http,
+                    Transport::Https => ListenerProtocol::Https,
+                    _ => ListenerProtocol::Tls,
+                },
+                hostname: listener.hostname.as_ref().map(ToString::to_string),
+                tls: (listener.transport == Transport::Https).then(|| ListenerTlsConfig {
+                    certificate_refs: listener.certificates.clone(),
+                }),
+            });
+        }
+    }
+    let builder = RouteTableBuilder::new();
+    for route in routes.iter_mut() {
+        let mut per_plane: BTreeMap<DataPlaneId, Vec<String>> = BTreeMap::new();
+        for parent in route.parents.iter().filter(|p| p.accepted.status) {
+            let gateway = &gateways[parent.gateway];
+            let Some(plane) = &gateway.plane else {
+                continue;
+            };
+            let names = per_plane.entry(plane.clone()).or_default();
+            for &listener in &parent.listeners {
+                let name = gateway.listener_id(&gateway.listeners[listener]);
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        for (plane, listeners) in per_plane {
+            let Some(config) = planes.get_mut(&plane) else {
+                continue;
+            };
+            let mut probe = DataPlaneConfig {
+                version: 0,
+                listeners: config.listeners.clone(),
+                ..Default::default()
+            };
+            push_route(&mut probe, route, listeners.clone());
+            if let Err(error) = builder.build(&probe) {
+                for parent in route
+                    .parents
+                    .iter_mut()
+                    .filter(|p| gateways[p.gateway].plane.as_ref() == Some(&plane))
+                {
+                    parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, error.to_string());
+                    parent.listeners.clear();
+                }
+                continue;
+            }
+            push_route(config, route, listeners);
+        }
+        for parent in route.parents.iter().filter(|p| p.accepted.status) {
+            for &listener in &parent.listeners {
+                gateways[parent.gateway].listeners[listener].attached_routes += 1;
+            }
+        }
+    }
+    planes
+}
+
+fn push_route(config: &mut DataPlaneConfig, route: &RouteState, listeners: Vec<String>) {
+    let (namespace, name) = route.key.clone();
+    let creation_timestamp = route.creation_timestamp.clone();
+    let hostnames = route.hostnames.clone();
+    match &route.body {
+        RouteBody::Http(rules) => config.http_routes.push(HttpRouteConfig {
+            namespace,
+            name,
+            creation_timestamp,
+            listeners,
+            hostnames,
+            rules: rules.clone(),
+        }),
+        RouteBody::Grpc(rules) => config.grpc_routes.push(GrpcRouteConfig {
+            namespace,
+            name,
+            creation_timestamp,
+            listeners,
+            hostnames,
+            rules: rules.clone(),
+        }),
+        RouteBody::Tls(backends) => config.tls_routes.push(TlsRouteConfig {
+            namespace,
+            name,
+            creation_timestamp,
+            listeners,
+            hostnames,
+            backends: backends.clone(),
+        }),
+    }
+}

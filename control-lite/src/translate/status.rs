@@ -1,0 +1,118 @@
+//! The output of translation: data-plane configs and the status of every object
+//! Culvert owns, with `observedGeneration` set from each object's generation.
+
+use super::DataPlaneId;
+use super::Options;
+use super::conditions::{
+    ACCEPTED, CONFLICTED, PROGRAMMED, RESOLVED_REFS, SUPPORTED_VERSION, Verdict, reason,
+};
+use super::gateways::{ClassState, GatewayState};
+use super::planes::RouteState;
+use crate::model::{
+    GatewayClassStatus, GatewayStatus, ListenerStatus, ObjectKey, RouteParentStatus, RouteStatus,
+};
+use crate::store::{NamespacedName, Store};
+use culvert_router::config::DataPlaneConfig;
+use std::collections::BTreeMap;
+
+/// Everything one translation produces.
+#[derive(Debug, Clone, Default)]
+pub struct Translation {
+    /// One config per data plane; `version` is left 0 for the sink to assign.
+    pub data_planes: BTreeMap<DataPlaneId, DataPlaneConfig>,
+    /// Status of every GatewayClass Culvert owns.
+    pub gateway_classes: BTreeMap<String, GatewayClassStatus>,
+    /// Status of every Gateway Culvert owns.
+    pub gateways: BTreeMap<NamespacedName, GatewayStatus>,
+    /// Status of every route with at least one parent Culvert owns (key kind is
+    /// `HTTPRoute`, `GRPCRoute` or `TLSRoute`).
+    pub routes: BTreeMap<ObjectKey, RouteStatus>,
+    /// Which data plane serves each accepted Gateway.
+    pub gateway_planes: BTreeMap<NamespacedName, DataPlaneId>,
+}
+
+pub(super) fn build(
+    _store: &Store,
+    options: &Options,
+    classes: &BTreeMap<String, ClassState>,
+    gateways: &[GatewayState],
+    routes: &[RouteState],
+    data_planes: BTreeMap<DataPlaneId, DataPlaneConfig>,
+) -> Translation {
+    let gateway_classes = classes
+        .iter()
+        .map(|(name, class)| {
+            let conditions = vec![
+                class.accepted.condition(ACCEPTED, class.generation),
+                Verdict::yes(reason::SUPPORTED_VERSION)
+                    .condition(SUPPORTED_VERSION, class.generation),
+            ];
+            (name.clone(), GatewayClassStatus { conditions })
+        })
+        .collect();
+    let gateway_statuses = gateways
+        .iter()
+        .map(|gateway| {
+            let generation = gateway.generation;
+            let listeners = gateway
+                .listeners
+                .iter()
+                .map(|listener| ListenerStatus {
+                    name: listener.name.clone(),
+                    supported_kinds: listener.supported_kinds.clone(),
+                    attached_routes: listener.attached_routes,
+                    conditions: vec![
+                        listener.accepted.condition(ACCEPTED, generation),
+                        listener.programmed().condition(PROGRAMMED, generation),
+                        listener.resolved_refs.condition(RESOLVED_REFS, generation),
+                        listener.conflicted.condition(CONFLICTED, generation),
+                    ],
+                })
+                .collect();
+            let status = GatewayStatus {
+                addresses: gateway.addresses.clone(),
+                conditions: vec![
+                    gateway.accepted.condition(ACCEPTED, generation),
+                    gateway.programmed().condition(PROGRAMMED, generation),
+                ],
+                listeners,
+            };
+            (gateway.key.clone(), status)
+        })
+        .collect();
+    let route_statuses = routes
+        .iter()
+        .filter(|route| !route.parents.is_empty())
+        .map(|route| {
+            let parents = route
+                .parents
+                .iter()
+                .map(|parent| RouteParentStatus {
+                    parent_ref: parent.parent_ref.clone(),
+                    controller_name: options.controller_name.clone(),
+                    conditions: vec![
+                        parent.accepted.condition(ACCEPTED, route.generation),
+                        route
+                            .resolved_refs
+                            .condition(RESOLVED_REFS, route.generation),
+                    ],
+                })
+                .collect();
+            (
+                ObjectKey::new(route.kind, &route.key.0, &route.key.1),
+                RouteStatus { parents },
+            )
+        })
+        .collect();
+    let gateway_planes = gateways
+        .iter()
+        .filter_map(|g| g.plane.clone().map(|plane| (g.key.clone(), plane)))
+        .collect();
+    Translation {
+        data_planes,
+        gateway_classes,
+        gateways: gateway_statuses,
+        routes: route_statuses,
+        gateway_planes,
+    }
+}
