@@ -12,6 +12,7 @@
 //! backend choice) are in [`outcome`].
 #![forbid(unsafe_code)]
 
+mod compact;
 pub mod config;
 mod duration;
 mod error;

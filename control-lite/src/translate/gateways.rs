@@ -201,7 +201,9 @@ fn gateway_state(
         .iter()
         .find(|a| a.kind.as_deref().is_none_or(|k| k == "IPAddress"))
         .and_then(|a| a.value.as_deref())
-        .and_then(|v| v.parse().ok());
+        .and_then(|v| v.parse::<IpAddr>().ok())
+        // An unspecified address means "every address": no per-address socket.
+        .filter(|ip| !ip.is_unspecified());
     GatewayState {
         key: key.clone(),
         generation: gateway.metadata.generation(),

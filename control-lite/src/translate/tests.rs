@@ -1,1 +1,300 @@
+//! Translation rules that the conformance vectors do not pin down: hostname
+//! conflicts, privileged namespaces, refusal of unsupported fields, fail-closed
+//! backends, endpoint resolution and dedicated data planes.
 
+use super::*;
+use crate::model::{ObjectKey, Resource};
+use culvert_router::config::{AppProtocol, Unavailable};
+use serde_json::{Value, json};
+
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+
+fn options() -> Options {
+    Options {
+        controller_name: CONTROLLER.to_owned(),
+        privileged_namespace_prefixes: vec!["platform-".to_owned()],
+        addresses: Box::new(FixedAddresses(vec!["192.0.2.10".to_owned()])),
+    }
+}
+
+fn base() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "infra"}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": {"name": "culvert"},
+               "spec": {"controllerName": CONTROLLER}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "edge", "namespace": "infra", "creationTimestamp": "2026-01-01T00:00:00Z"},
+               "spec": {"gatewayClassName": "culvert", "listeners": [
+                   {"name": "http", "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": "All"}}}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "infra"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080},
+                                                           {"name": "grpc", "port": 9000, "appProtocol": "kubernetes.io/h2c"}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "web-1", "namespace": "infra", "labels": {"kubernetes.io/service-name": "web"}},
+               "addressType": "IPv4",
+               "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}},
+                             {"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
+                             {"addresses": ["10.0.0.3"]}],
+               "ports": [{"name": "http", "port": 8080}, {"name": "grpc", "port": 9090}]}),
+    ]
+}
+
+fn route(namespace: &str, name: &str, created: &str, hostnames: &[&str], rule: Value) -> Value {
+    json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+           "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
+           "spec": {"parentRefs": [{"name": "edge", "namespace": "infra"}], "hostnames": hostnames, "rules": [rule]}})
+}
+
+fn backend_rule() -> Value {
+    json!({"backendRefs": [{"name": "web", "namespace": "infra", "port": 80}]})
+}
+
+fn grant_all_to_web(namespace: &str) -> Value {
+    json!({"apiVersion": "gateway.networking.k8s.io/v1beta1", "kind": "ReferenceGrant",
+           "metadata": {"name": format!("from-{namespace}"), "namespace": "infra"},
+           "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": namespace}],
+                    "to": [{"group": "", "kind": "Service"}]}})
+}
+
+fn run(objects: Vec<Value>) -> Translation {
+    let resources = objects
+        .into_iter()
+        .map(|v| Resource::from_value(v).unwrap());
+    translate(&Store::from_resources(resources), &options())
+}
+
+/// `(status, reason)` of a route's condition for its first parent.
+fn route_condition(t: &Translation, namespace: &str, name: &str, kind: &str) -> (String, String) {
+    let status = &t.routes[&ObjectKey::new("HTTPRoute", namespace, name)];
+    let condition = status.parents[0]
+        .conditions
+        .iter()
+        .find(|c| c.kind == kind)
+        .unwrap();
+    (condition.status.clone(), condition.reason.clone())
+}
+
+fn plane(t: &Translation) -> &culvert_router::config::DataPlaneConfig {
+    &t.data_planes[&DataPlaneId::Shared("culvert".to_owned())]
+}
+
+#[test]
+fn older_route_wins_a_cross_namespace_hostname_and_the_loser_is_told_why() {
+    let mut objects = base();
+    objects.extend([
+        grant_all_to_web("team-a"),
+        grant_all_to_web("team-b"),
+        route(
+            "team-a",
+            "first",
+            "2026-01-02T00:00:00Z",
+            &["shop.example.com"],
+            backend_rule(),
+        ),
+        route(
+            "team-b",
+            "second",
+            "2026-01-03T00:00:00Z",
+            &["shop.example.com"],
+            backend_rule(),
+        ),
+    ]);
+    let t = run(objects);
+    assert_eq!(
+        route_condition(&t, "team-a", "first", "Accepted"),
+        ("True".into(), "Accepted".into())
+    );
+    assert_eq!(
+        route_condition(&t, "team-b", "second", "Accepted"),
+        ("False".into(), "HostnameConflict".into())
+    );
+    let loser =
+        &t.routes[&ObjectKey::new("HTTPRoute", "team-b", "second")].parents[0].conditions[0];
+    assert!(loser.message.contains("team-a/first"), "{}", loser.message);
+    let served: Vec<&str> = plane(&t)
+        .http_routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(served, ["first"]);
+    assert_eq!(
+        t.gateways[&("infra".to_owned(), "edge".to_owned())].listeners[0].attached_routes,
+        1
+    );
+}
+
+#[test]
+fn privileged_namespace_wins_before_age_and_same_namespace_routes_share() {
+    let mut objects = base();
+    objects.extend([
+        grant_all_to_web("team-a"),
+        grant_all_to_web("platform-edge"),
+        route(
+            "team-a",
+            "old",
+            "2026-01-02T00:00:00Z",
+            &["shop.example.com"],
+            backend_rule(),
+        ),
+        route(
+            "platform-edge",
+            "new",
+            "2026-01-09T00:00:00Z",
+            &["shop.example.com"],
+            backend_rule(),
+        ),
+        route(
+            "platform-edge",
+            "sibling",
+            "2026-01-10T00:00:00Z",
+            &["shop.example.com"],
+            backend_rule(),
+        ),
+    ]);
+    let t = run(objects);
+    assert_eq!(
+        route_condition(&t, "platform-edge", "new", "Accepted").1,
+        "Accepted"
+    );
+    assert_eq!(
+        route_condition(&t, "platform-edge", "sibling", "Accepted").1,
+        "Accepted"
+    );
+    assert_eq!(
+        route_condition(&t, "team-a", "old", "Accepted").1,
+        "HostnameConflict"
+    );
+}
+
+#[test]
+fn fields_culvert_cannot_honour_refuse_the_route_instead_of_being_dropped() {
+    let mut objects = base();
+    let mut rule = backend_rule();
+    rule["sessionPersistence"] = json!({"sessionName": "sticky"});
+    objects.push(route("infra", "sticky", "2026-01-02T00:00:00Z", &[], rule));
+    let mut ext = backend_rule();
+    ext["filters"] = json!([{"type": "ExtensionRef", "extensionRef": {"group": "x.io", "kind": "Auth", "name": "a"}}]);
+    objects.push(route("infra", "ext", "2026-01-02T00:00:00Z", &[], ext));
+    let t = run(objects);
+    for name in ["sticky", "ext"] {
+        assert_eq!(
+            route_condition(&t, "infra", name, "Accepted"),
+            ("False".into(), "UnsupportedValue".into()),
+            "{name}"
+        );
+    }
+    assert!(plane(&t).http_routes.is_empty());
+}
+
+#[test]
+fn a_route_the_router_refuses_is_reported_and_the_others_still_serve() {
+    let mut objects = base();
+    let bad = json!({"matches": [{"path": {"type": "RegularExpression", "value": "/(unclosed"}}], "backendRefs": [{"name": "web", "port": 80}]});
+    objects.push(route(
+        "infra",
+        "bad-regex",
+        "2026-01-02T00:00:00Z",
+        &[],
+        bad,
+    ));
+    objects.push(route(
+        "infra",
+        "good",
+        "2026-01-03T00:00:00Z",
+        &["ok.example.com"],
+        backend_rule(),
+    ));
+    let t = run(objects);
+    assert_eq!(
+        route_condition(&t, "infra", "bad-regex", "Accepted"),
+        ("False".into(), "UnsupportedValue".into())
+    );
+    let names: Vec<&str> = plane(&t)
+        .http_routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["good"]);
+}
+
+#[test]
+fn invalid_backends_keep_their_share_and_fail_closed() {
+    let mut objects = base();
+    let rule = json!({"backendRefs": [{"name": "web", "port": 80, "weight": 3}, {"name": "missing", "port": 80, "weight": 1},
+                                      {"name": "web", "namespace": "elsewhere", "port": 80}]});
+    objects.push(route("infra", "split", "2026-01-02T00:00:00Z", &[], rule));
+    let t = run(objects);
+    assert_eq!(
+        route_condition(&t, "infra", "split", "Accepted").1,
+        "Accepted"
+    );
+    assert_eq!(
+        route_condition(&t, "infra", "split", "ResolvedRefs"),
+        ("False".into(), "BackendNotFound".into())
+    );
+    let backends = &plane(&t).http_routes[0].rules[0].backends;
+    assert_eq!(backends.len(), 3, "no backend is dropped");
+    assert_eq!(backends[1].unavailable, Some(Unavailable::InvalidReference));
+    assert_eq!(backends[1].weight, 1);
+    assert_eq!(
+        backends[2].unavailable,
+        Some(Unavailable::InvalidReference),
+        "cross-namespace without a grant"
+    );
+}
+
+#[test]
+fn endpoints_come_from_ready_slice_entries_on_the_named_port() {
+    let mut objects = base();
+    let rule = json!({"backendRefs": [{"name": "web", "port": 80}, {"name": "web", "port": 9000}]});
+    objects.push(route("infra", "r", "2026-01-02T00:00:00Z", &[], rule));
+    let t = run(objects);
+    let backends = &plane(&t).http_routes[0].rules[0].backends;
+    let http: Vec<String> = backends[0]
+        .endpoints
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        http,
+        ["10.0.0.1:8080", "10.0.0.3:8080"],
+        "not-ready endpoint left out"
+    );
+    assert_eq!(backends[0].app_protocol, AppProtocol::Http1);
+    assert_eq!(backends[1].endpoints[0].to_string(), "10.0.0.1:9090");
+    assert_eq!(backends[1].app_protocol, AppProtocol::H2c);
+}
+
+#[test]
+fn gateway_config_gives_a_dedicated_data_plane() {
+    let mut objects = base();
+    objects[2]["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    objects.push(json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig", "metadata": {"name": "own", "namespace": "infra"},
+                        "spec": {"replicas": 2}}));
+    let t = run(objects);
+    let key = ("infra".to_owned(), "edge".to_owned());
+    assert_eq!(t.gateway_planes[&key], DataPlaneId::Dedicated(key.clone()));
+    assert_eq!(
+        t.data_planes[&DataPlaneId::Dedicated(key)].listeners[0].name,
+        "infra/edge/http"
+    );
+}
+
+#[test]
+fn requested_addresses_outside_the_pool_are_not_programmed() {
+    let mut objects = base();
+    objects[2]["spec"]["addresses"] = json!([{"value": "198.51.100.7"}]);
+    let t = run(objects);
+    let status = &t.gateways[&("infra".to_owned(), "edge".to_owned())];
+    let programmed = status
+        .conditions
+        .iter()
+        .find(|c| c.kind == "Programmed")
+        .unwrap();
+    assert_eq!(
+        (programmed.status.as_str(), programmed.reason.as_str()),
+        ("False", "AddressNotUsable")
+    );
+    assert!(t.data_planes.is_empty());
+}

@@ -2,6 +2,7 @@
 
 mod conformance;
 mod route;
+mod validate;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,8 @@ enum Action {
     Route(route::RouteArgs),
     /// Replay Gateway API conformance vectors through translation and the router.
     Conformance(conformance::ConformanceArgs),
+    /// Translate Gateway API manifests and print the conditions every object gets.
+    Validate(validate::ValidateArgs),
 }
 
 impl Command {
@@ -27,6 +30,7 @@ impl Command {
         match self.action {
             Action::Route(args) => route::run(&args).map(|out| (out, true)),
             Action::Conformance(args) => conformance::run(&args),
+            Action::Validate(args) => validate::run(&args),
         }
     }
 }

@@ -4,12 +4,13 @@
 //! deepest wildcard that still leaves a label on the left.
 
 use super::HostPattern;
+use crate::compact::InlineBytes;
 use foldhash::{HashMap, HashMapExt};
 
 /// Values keyed by hostname pattern, plus an optional catch-all for "any hostname".
 #[derive(Debug)]
 pub(crate) struct HostIndex<T> {
-    exact: HashMap<Box<str>, T>,
+    exact: HashMap<InlineBytes, T>,
     wildcard: Vec<LabelNode<T>>,
     any: Option<T>,
 }
@@ -49,7 +50,10 @@ impl<T> HostIndex<T> {
     ) -> &mut T {
         match pattern {
             None => self.any.get_or_insert_with(make),
-            Some(HostPattern::Exact(name)) => self.exact.entry(name.clone()).or_insert_with(make),
+            Some(HostPattern::Exact(name)) => self
+                .exact
+                .entry(InlineBytes::new(name.as_bytes()))
+                .or_insert_with(make),
             Some(HostPattern::Wildcard(suffix)) => {
                 let mut node = 0usize;
                 for label in suffix.rsplit('.') {
@@ -72,7 +76,7 @@ impl<T> HostIndex<T> {
     /// The value of the most specific pattern matching a normalized hostname: the
     /// exact name, else the longest wildcard suffix, else the catch-all.
     pub(crate) fn lookup(&self, host: &str) -> Option<&T> {
-        if let Some(value) = self.exact.get(host) {
+        if let Some(value) = self.exact.get(host.as_bytes()) {
             return Some(value);
         }
         self.longest_wildcard(host).or(self.any.as_ref())
@@ -99,5 +103,30 @@ impl<T> HostIndex<T> {
             rest = left;
         }
         best
+    }
+
+    /// The same index with every value converted by `convert`; the first error stops.
+    pub(crate) fn try_map<U, E>(
+        self,
+        mut convert: impl FnMut(T) -> Result<U, E>,
+    ) -> Result<HostIndex<U>, E> {
+        let mut exact = HashMap::with_capacity(self.exact.len());
+        for (name, value) in self.exact {
+            exact.insert(name, convert(value)?);
+        }
+        let mut wildcard = Vec::with_capacity(self.wildcard.len());
+        for node in self.wildcard {
+            let value = node.value.map(&mut convert).transpose()?;
+            wildcard.push(LabelNode {
+                children: node.children,
+                value,
+            });
+        }
+        let any = self.any.map(&mut convert).transpose()?;
+        Ok(HostIndex {
+            exact,
+            wildcard,
+            any,
+        })
     }
 }

@@ -117,17 +117,20 @@ fn validate_dns_name(name: &str) -> Result<(), &'static str> {
 /// matched in: port removed, one trailing dot removed, ASCII lower-cased. IPv6
 /// literals keep their brackets. Allocates only when the value needs lower-casing.
 pub fn normalize_request_host(host: &str) -> Cow<'_, str> {
-    let without_port = if host.starts_with('[') {
-        match host.find(']') {
-            Some(end) => &host[..=end],
-            None => host,
+    // One backward pass finds the port separator (a ':' after the last ']').
+    let bytes = host.as_bytes();
+    let mut end = bytes.len();
+    for (at, &b) in bytes.iter().enumerate().rev() {
+        match b {
+            b':' => {
+                end = at;
+                break;
+            }
+            b'0'..=b'9' => {}
+            _ => break,
         }
-    } else {
-        match host.rfind(':') {
-            Some(colon) if host[colon + 1..].bytes().all(|b| b.is_ascii_digit()) => &host[..colon],
-            _ => host,
-        }
-    };
+    }
+    let without_port = &host[..end];
     let trimmed = without_port.strip_suffix('.').unwrap_or(without_port);
     if trimmed.bytes().any(|b| b.is_ascii_uppercase()) {
         Cow::Owned(trimmed.to_ascii_lowercase())

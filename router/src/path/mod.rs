@@ -7,7 +7,7 @@
 
 mod trie;
 
-pub(crate) use trie::SegmentTrie;
+pub(crate) use trie::{SegmentTrie, TrieBuilder};
 
 use std::borrow::Cow;
 
@@ -162,8 +162,8 @@ pub(crate) fn normalize_config_path(value: &str) -> Result<String, String> {
 
 /// Splits a request target into path and query (without the `?`).
 pub fn split_query(target: &str) -> (&str, Option<&str>) {
-    match target.split_once('?') {
-        Some((path, query)) => (path, Some(query)),
+    match target.bytes().position(|b| b == b'?') {
+        Some(at) => (&target[..at], Some(&target[at + 1..])),
         None => (target, None),
     }
 }

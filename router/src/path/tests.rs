@@ -88,10 +88,11 @@ fn longest(trie: &SegmentTrie<&'static str>, path: &str) -> Vec<(&'static str, u
 
 #[test]
 fn prefixes_respect_segment_boundaries() {
-    let mut trie = SegmentTrie::default();
+    let mut trie = TrieBuilder::default();
     *trie.entry("/", || "") = "root";
     *trie.entry("/foo", || "") = "foo";
     *trie.entry("/foo/bar/", || "") = "foo/bar";
+    let trie = trie.freeze();
     assert_eq!(
         longest(&trie, "/foo/bar/baz"),
         [("foo/bar", 8), ("foo", 4), ("root", 0)]
@@ -109,9 +110,10 @@ fn prefixes_respect_segment_boundaries() {
 
 #[test]
 fn trailing_slash_of_a_prefix_is_ignored() {
-    let mut trie = SegmentTrie::default();
+    let mut trie = TrieBuilder::default();
     *trie.entry("/foo/", || 0) += 1;
     *trie.entry("/foo", || 0) += 1;
+    let trie = trie.freeze();
     assert_eq!(longest_counts(&trie, "/foo"), [2]);
 }
 
@@ -126,9 +128,10 @@ fn longest_counts(trie: &SegmentTrie<i32>, path: &str) -> Vec<i32> {
 
 #[test]
 fn search_stops_at_the_first_accepted_prefix() {
-    let mut trie = SegmentTrie::default();
+    let mut trie = TrieBuilder::default();
     *trie.entry("/", || 0) = 1;
     *trie.entry("/a", || 0) = 2;
+    let trie = trie.freeze();
     let first = trie.find_longest("/a/b", |value, _| (*value == 2).then_some(*value));
     assert_eq!(first, Some(2));
     let root = trie.find_longest("/a/b", |value, _| (*value == 1).then_some(*value));

@@ -1,26 +1,49 @@
 //! [`SegmentTrie`]: `PathPrefix` lookup that respects segment boundaries. `/foo`
 //! matches `/foo`, `/foo/` and `/foo/bar`, never `/foobar`; a prefix's trailing slash
-//! is ignored. One node per distinct segment; a lookup walks the request path's
-//! segments and yields every stored prefix along the way, longest first.
+//! is ignored. Built with [`TrieBuilder`], then frozen into one flat array in
+//! breadth-first order: a node's children sit side by side and carry their segment
+//! inline, so a lookup walks one allocation and chases no pointers.
 
-/// Values keyed by path prefix.
+use crate::compact::InlineBytes;
+use std::collections::VecDeque;
+
+/// Values keyed by path prefix, frozen for lookup.
 #[derive(Debug)]
 pub(crate) struct SegmentTrie<T> {
-    nodes: Vec<Node<T>>,
+    nodes: Box<[FlatNode<T>]>,
 }
 
 #[derive(Debug)]
-struct Node<T> {
-    /// Children sorted by segment, searched by binary search: fan-out per node is
-    /// small in real route tables, and a sorted vector is a third the size of a map.
-    children: Vec<(Box<str>, u32)>,
+struct FlatNode<T> {
+    label: InlineBytes,
+    first_child: u32,
+    child_count: u32,
     value: Option<T>,
 }
 
 impl<T> Default for SegmentTrie<T> {
     fn default() -> Self {
+        TrieBuilder::default().freeze()
+    }
+}
+
+/// A mutable trie, for building.
+#[derive(Debug)]
+pub(crate) struct TrieBuilder<T> {
+    nodes: Vec<BuildNode<T>>,
+}
+
+#[derive(Debug)]
+struct BuildNode<T> {
+    /// Children sorted by segment.
+    children: Vec<(Box<str>, u32)>,
+    value: Option<T>,
+}
+
+impl<T> Default for TrieBuilder<T> {
+    fn default() -> Self {
         Self {
-            nodes: vec![Node {
+            nodes: vec![BuildNode {
                 children: Vec::new(),
                 value: None,
             }],
@@ -36,7 +59,7 @@ fn prefix_segments(prefix: &str) -> impl Iterator<Item = &str> {
     trimmed.split('/').filter(move |_| !trimmed.is_empty())
 }
 
-impl<T> SegmentTrie<T> {
+impl<T> TrieBuilder<T> {
     /// The value stored for `prefix`, inserting one made by `make` when absent.
     pub(crate) fn entry(&mut self, prefix: &str, make: impl FnOnce() -> T) -> &mut T {
         let mut node = 0usize;
@@ -48,7 +71,7 @@ impl<T> SegmentTrie<T> {
                 Ok(found) => self.nodes[node].children[found].1 as usize,
                 Err(insert_at) => {
                     let child = self.nodes.len();
-                    self.nodes.push(Node {
+                    self.nodes.push(BuildNode {
                         children: Vec::new(),
                         value: None,
                     });
@@ -63,6 +86,36 @@ impl<T> SegmentTrie<T> {
         self.nodes[node].value.get_or_insert_with(make)
     }
 
+    /// Lays the trie out breadth first, children of a node contiguous and sorted.
+    pub(crate) fn freeze(mut self) -> SegmentTrie<T> {
+        let mut flat: Vec<FlatNode<T>> = Vec::with_capacity(self.nodes.len());
+        let mut queue: VecDeque<(usize, InlineBytes)> =
+            VecDeque::from([(0, InlineBytes::new(b""))]);
+        // Flat index the next child will get: the root is 0, children follow.
+        let mut next = 1usize;
+        while let Some((built, label)) = queue.pop_front() {
+            let node = &mut self.nodes[built];
+            let children = std::mem::take(&mut node.children);
+            flat.push(FlatNode {
+                label,
+                first_child: u32::try_from(next).expect("fewer than 2^32 path segments"),
+                child_count: u32::try_from(children.len()).expect("fewer than 2^32 children"),
+                value: node.value.take(),
+            });
+            next += children.len();
+            queue.extend(
+                children
+                    .into_iter()
+                    .map(|(segment, child)| (child as usize, InlineBytes::new(segment.as_bytes()))),
+            );
+        }
+        SegmentTrie {
+            nodes: flat.into_boxed_slice(),
+        }
+    }
+}
+
+impl<T> SegmentTrie<T> {
     /// Offers every stored prefix matching `path` to `visit`, longest first, with the
     /// number of request-path bytes it covers (0 for `/`), until `visit` returns `Some`.
     pub(crate) fn find_longest<R>(
@@ -84,15 +137,14 @@ impl<T> SegmentTrie<T> {
         covered: usize,
         visit: &mut impl FnMut(&T, usize) -> Option<R>,
     ) -> Option<R> {
-        let current = &self.nodes[node];
+        let current = self.nodes.get(node)?;
         let path_ended = node != 0 && rest.is_empty();
-        if !path_ended && !current.children.is_empty() {
-            let (segment, after) = rest.split_once('/').unwrap_or((rest, ""));
-            if let Ok(index) = current
-                .children
-                .binary_search_by(|(key, _)| (**key).cmp(segment))
-            {
-                let child = current.children[index].1 as usize;
+        if !path_ended && current.child_count > 0 {
+            // A byte scan beats `str::split_once` on segments this short.
+            let end = rest.bytes().position(|b| b == b'/').unwrap_or(rest.len());
+            let segment = &rest[..end];
+            let after = rest.get(end + 1..).unwrap_or("");
+            if let Some(child) = self.child(current, segment.as_bytes()) {
                 let found = self.descend(child, after, covered + 1 + segment.len(), visit);
                 if found.is_some() {
                     return found;
@@ -103,5 +155,23 @@ impl<T> SegmentTrie<T> {
             .value
             .as_ref()
             .and_then(|value| visit(value, covered))
+    }
+
+    /// The child of `parent` labelled `segment`: a linear scan for a few children,
+    /// binary search for many.
+    fn child(&self, parent: &FlatNode<T>, segment: &[u8]) -> Option<usize> {
+        let first = parent.first_child as usize;
+        let children = self.nodes.get(first..first + parent.child_count as usize)?;
+        if children.len() <= 8 {
+            children
+                .iter()
+                .position(|c| c.label.as_bytes() == segment)
+                .map(|i| first + i)
+        } else {
+            children
+                .binary_search_by(|c| c.label.as_bytes().cmp(segment))
+                .ok()
+                .map(|i| first + i)
+        }
     }
 }

@@ -18,12 +18,34 @@ pub(crate) struct Candidate {
     pub(crate) rule: u32,
     /// For regex candidates, the pattern id in the host's automaton.
     pub(crate) pattern: u32,
+    /// The route, copied here so a lookup reads one record.
+    pub(crate) route: u32,
+    /// Index of the rule within its route.
+    pub(crate) rule_index: u16,
     pub(crate) match_index: u16,
     /// Boxed: most matches have no condition beyond the path.
     pub(crate) conditions: Option<Box<Conditions>>,
 }
 
+/// The identity of a matched candidate: what a lookup returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hit {
+    pub(crate) rule: u32,
+    pub(crate) route: u32,
+    pub(crate) rule_index: u16,
+    pub(crate) match_index: u16,
+}
+
 impl Candidate {
+    pub(crate) fn hit(&self) -> Hit {
+        Hit {
+            rule: self.rule,
+            route: self.route,
+            rule_index: self.rule_index,
+            match_index: self.match_index,
+        }
+    }
+
     pub(crate) fn accepts(&self, method: &str, headers: &HeaderMap, query: Option<&str>) -> bool {
         self.conditions
             .as_deref()
@@ -36,9 +58,24 @@ impl Candidate {
 pub(crate) struct Span {
     pub(crate) start: u32,
     pub(crate) len: u32,
+    /// When the first candidate has no condition beyond the path it always wins for
+    /// this key; its identity is kept here so the lookup need not read the
+    /// candidates at all.
+    pub(crate) direct: Option<Hit>,
 }
 
 impl Span {
+    /// The first candidate of the span that `accepts`.
+    fn first(self, candidates: &[Candidate], accepts: impl Fn(&Candidate) -> bool) -> Option<Hit> {
+        if let Some(hit) = self.direct {
+            return Some(hit);
+        }
+        self.of(candidates)
+            .iter()
+            .find(|c| accepts(c))
+            .map(Candidate::hit)
+    }
+
     fn of(self, candidates: &[Candidate]) -> &[Candidate] {
         let start = self.start as usize;
         candidates
@@ -63,36 +100,33 @@ pub(crate) struct HostRules {
 }
 
 /// The first accepted candidate and, for prefixes, how much of the path it covered.
-pub(crate) struct Found<'c> {
-    pub(crate) candidate: &'c Candidate,
+pub(crate) struct Found {
+    pub(crate) hit: Hit,
     pub(crate) prefix_len: Option<usize>,
 }
 
 impl HostRules {
     /// The first candidate, in precedence order, whose path matches `path` and which
     /// `accepts`.
-    pub(crate) fn find<'c>(
+    pub(crate) fn find(
         &self,
         path: &str,
-        candidates: &'c [Candidate],
+        candidates: &[Candidate],
         accepts: impl Fn(&Candidate) -> bool,
-    ) -> Option<Found<'c>> {
+    ) -> Option<Found> {
         if let Some(span) = self.exact.get(path) {
-            if let Some(candidate) = span.of(candidates).iter().find(|c| accepts(c)) {
+            if let Some(hit) = span.first(candidates, &accepts) {
                 return Some(Found {
-                    candidate,
+                    hit,
                     prefix_len: None,
                 });
             }
         }
         let by_prefix = self.prefix.find_longest(path, |span, covered| {
-            span.of(candidates)
-                .iter()
-                .find(|c| accepts(c))
-                .map(|candidate| Found {
-                    candidate,
-                    prefix_len: Some(covered),
-                })
+            span.first(candidates, &accepts).map(|hit| Found {
+                hit,
+                prefix_len: Some(covered),
+            })
         });
         if by_prefix.is_some() {
             return by_prefix;
@@ -108,8 +142,8 @@ impl HostRules {
             .of(candidates)
             .iter()
             .find(|c| matched.contains(PatternID::new_unchecked(c.pattern as usize)) && accepts(c))
-            .map(|candidate| Found {
-                candidate,
+            .map(|c| Found {
+                hit: c.hit(),
                 prefix_len: None,
             })
     }

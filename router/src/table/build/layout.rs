@@ -4,6 +4,7 @@
 use super::Builder;
 use super::matches::{PathKey, Precedence};
 use crate::error::{Error, Origin};
+use crate::path::TrieBuilder;
 use crate::table::RouteTable;
 use crate::table::conditions::Conditions;
 use crate::table::host_rules::{Candidate, HostRules, RegexGroup, Span};
@@ -28,12 +29,18 @@ impl Builder<'_> {
 
     /// Sorts every host's candidates into precedence order and lays out the indexes.
     pub(super) fn finish(mut self) -> Result<RouteTable, Error> {
-        let pending = std::mem::take(&mut self.pending);
-        let mut hosts = Vec::with_capacity(pending.len());
-        for bucket in pending {
-            hosts.push(self.lay_out_host(bucket)?);
+        let mut pending = std::mem::take(&mut self.pending);
+        let http_hosts = std::mem::take(&mut self.http_hosts);
+        for (listener, index) in http_hosts.into_iter().enumerate() {
+            let laid_out = index.try_map(|bucket| {
+                let candidates = pending
+                    .get_mut(bucket as usize)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                self.lay_out_host(candidates)
+            })?;
+            self.table.listeners[listener].http = laid_out;
         }
-        self.table.hosts = hosts;
         self.table.candidates.shrink_to_fit();
         self.table.rules.shrink_to_fit();
         self.table.routes.shrink_to_fit();
@@ -47,6 +54,7 @@ impl Builder<'_> {
         indexed.sort_by(|a, b| (&a.key, a.precedence).cmp(&(&b.key, b.precedence)));
         regex.sort_by_key(|p| p.precedence);
         let mut rules = HostRules::default();
+        let mut prefixes = TrieBuilder::default();
         let mut indexed = indexed.into_iter().peekable();
         while let Some(first) = indexed.next() {
             let key = first.key.clone();
@@ -59,7 +67,7 @@ impl Builder<'_> {
                 PathKey::Exact(path) => {
                     rules.exact.insert(path.into(), span);
                 }
-                PathKey::Prefix(prefix) => *rules.prefix.entry(&prefix, || span) = span,
+                PathKey::Prefix(prefix) => *prefixes.entry(&prefix, || span) = span,
                 PathKey::Regex(_) => {}
             }
         }
@@ -88,6 +96,7 @@ impl Builder<'_> {
             let span = self.push_candidates(with_ids);
             rules.regex = Some(Box::new(RegexGroup { matcher, span }));
         }
+        rules.prefix = prefixes.freeze();
         Ok(rules)
     }
 
@@ -124,14 +133,22 @@ impl Builder<'_> {
     fn push_candidates(&mut self, pending: Vec<(Pending, u32)>) -> Span {
         let start = u32::try_from(self.table.candidates.len()).unwrap_or(u32::MAX);
         let len = u32::try_from(pending.len()).unwrap_or(u32::MAX);
-        self.table
-            .candidates
-            .extend(pending.into_iter().map(|(p, pattern)| Candidate {
+        let mut direct = None;
+        for (index, (p, pattern)) in pending.into_iter().enumerate() {
+            let slot = &self.table.rules[p.rule as usize];
+            self.table.candidates.push(Candidate {
                 rule: p.rule,
                 pattern,
+                route: slot.route.0,
+                rule_index: u16::try_from(slot.index).unwrap_or(u16::MAX),
                 match_index: p.match_index,
                 conditions: p.conditions,
-            }));
-        Span { start, len }
+            });
+            if index == 0 {
+                let first = &self.table.candidates[self.table.candidates.len() - 1];
+                direct = first.conditions.is_none().then(|| first.hit());
+            }
+        }
+        Span { start, len, direct }
     }
 }

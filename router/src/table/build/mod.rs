@@ -41,7 +41,9 @@ struct Builder<'c> {
     table: RouteTable,
     listener_ids: HashMap<&'c str, u32>,
     listener_hosts: Vec<Option<HostPattern>>,
-    /// Per host bucket (index = value stored in a listener's `http` index).
+    /// Per listener, its HTTP hosts' bucket numbers (indexes into `pending`).
+    http_hosts: Vec<HostIndex<u32>>,
+    /// Per host bucket, the candidates waiting to be laid out.
     pending: Vec<Vec<Pending>>,
     /// Route ranks by position in `table.routes`.
     ranks: Vec<u32>,
@@ -70,11 +72,11 @@ impl RouteTableBuilder {
                 listener_info: Vec::new(),
                 routes: Vec::new(),
                 rules: Vec::new(),
-                hosts: Vec::new(),
                 candidates: Vec::new(),
             },
             listener_ids: HashMap::new(),
             listener_hosts: Vec::new(),
+            http_hosts: Vec::new(),
             pending: Vec::new(),
             ranks: Vec::new(),
         };
@@ -167,6 +169,7 @@ impl<'c> Builder<'c> {
                 protocol: listener.protocol,
             });
             self.table.listeners.push(ListenerTable::default());
+            self.http_hosts.push(HostIndex::default());
             self.listener_hosts.push(hostname);
         }
         // Address-specific entrypoints are tried before the wildcard one.
@@ -405,7 +408,10 @@ impl<'c> Builder<'c> {
         self.table.rules.push(RuleSlot {
             rule,
             route,
-            index: u32::try_from(index).map_err(|_| at.error("too many rules"))?,
+            // Candidates store the index as u16; a route never has that many rules.
+            index: u16::try_from(index)
+                .map(u32::from)
+                .map_err(|_| at.error("too many rules in one route"))?,
         });
         Ok(id)
     }
@@ -429,9 +435,7 @@ impl<'c> Builder<'c> {
             .into_iter()
             .map(|(listener, host)| {
                 let next = u32::try_from(self.pending.len()).unwrap_or(u32::MAX);
-                let bucket = *self.table.listeners[listener as usize]
-                    .http
-                    .entry(host.as_ref(), || next);
+                let bucket = *self.http_hosts[listener as usize].entry(host.as_ref(), || next);
                 if bucket == next {
                     self.pending.push(Vec::new());
                 }

@@ -1,0 +1,134 @@
+//! `culvert validate <FILE|DIR>`: load manifests, translate them as the embedded
+//! control plane would, and print every condition each object would get. Exits
+//! non-zero when a document is malformed or a Gateway or route is not accepted, so
+//! it fits in a CI pipeline.
+
+use culvert_control_lite::load::load_path;
+use culvert_control_lite::model::{Condition, Resource};
+use culvert_control_lite::store::Store;
+use culvert_control_lite::translate::{FixedAddresses, Options, translate};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Arguments of `culvert validate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ValidateArgs {
+    /// Manifest file or directory (YAML or JSON).
+    path: PathBuf,
+    /// `controllerName` of the GatewayClasses Culvert owns.
+    #[arg(long, default_value = "culvert.dev/gateway-controller")]
+    controller_name: String,
+    /// Address Gateways get (the host's address on bare metal).
+    #[arg(long, default_value = "0.0.0.0")]
+    address: String,
+}
+
+fn describe(conditions: &[Condition]) -> String {
+    conditions
+        .iter()
+        .map(|c| {
+            let message = if c.message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", c.message)
+            };
+            format!("{}={} ({}{message})", c.kind, c.status, c.reason)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn accepted(conditions: &[Condition]) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.kind == "Accepted" && c.is_true())
+}
+
+/// Runs the command; `Ok((report, success))`.
+pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<(String, bool)> {
+    let loaded = load_path(&args.path);
+    let mut out = String::new();
+    let mut ok = true;
+    for error in &loaded.errors {
+        writeln!(out, "error: {error}")?;
+        ok = false;
+    }
+    let mut resources = Vec::new();
+    for document in &loaded.documents {
+        match Resource::from_value(document.value.clone()) {
+            Ok(resource) => resources.push(resource),
+            Err(error) => {
+                writeln!(out, "error: {}: {error}", document.source)?;
+                ok = false;
+            }
+        }
+    }
+    let store = Store::from_resources(resources);
+    let options = Options {
+        controller_name: args.controller_name.clone(),
+        privileged_namespace_prefixes: Vec::new(),
+        addresses: Box::new(FixedAddresses(vec![args.address.clone()])),
+    };
+    let translation = translate(&store, &options);
+    for (name, status) in &translation.gateway_classes {
+        writeln!(out, "GatewayClass {name}: {}", describe(&status.conditions))?;
+        ok &= accepted(&status.conditions);
+    }
+    for ((namespace, name), gateway) in &store.gateways {
+        let Some(status) = translation.gateways.get(&(namespace.clone(), name.clone())) else {
+            writeln!(
+                out,
+                "Gateway {namespace}/{name}: not managed (class {:?} is not Culvert's)",
+                gateway.spec.gateway_class_name
+            )?;
+            continue;
+        };
+        writeln!(
+            out,
+            "Gateway {namespace}/{name}: {}",
+            describe(&status.conditions)
+        )?;
+        ok &= accepted(&status.conditions);
+        for listener in &status.listeners {
+            writeln!(
+                out,
+                "  listener {}: {}; attachedRoutes={}",
+                listener.name,
+                describe(&listener.conditions),
+                listener.attached_routes
+            )?;
+        }
+    }
+    for (key, status) in &translation.routes {
+        for parent in &status.parents {
+            let namespace = parent
+                .parent_ref
+                .namespace
+                .as_deref()
+                .unwrap_or(&key.namespace);
+            let section = parent
+                .parent_ref
+                .section_name
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "{key} -> Gateway {namespace}/{}{section}: {}",
+                parent.parent_ref.name,
+                describe(&parent.conditions)
+            )?;
+            ok &= accepted(&parent.conditions);
+        }
+    }
+    writeln!(
+        out,
+        "{}",
+        if ok {
+            "valid"
+        } else {
+            "invalid: see the conditions above"
+        }
+    )?;
+    Ok((out, ok))
+}

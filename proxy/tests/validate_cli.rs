@@ -1,0 +1,94 @@
+//! `culvert validate` end to end on real manifest files.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a panic is the failure report"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn validate(path: &Path) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .arg("validate")
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+fn scratch(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("culvert-validate-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("manifests.yaml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+#[test]
+fn the_shipped_example_is_valid_and_every_condition_is_printed() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/examples/gateway.yaml");
+    let (ok, out) = validate(&example);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("GatewayClass culvert: Accepted=True (Accepted)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("listener http: Accepted=True (Accepted)"),
+        "{out}"
+    );
+    assert!(out.contains("attachedRoutes=1"), "{out}");
+    assert!(out.contains("HTTPRoute shop/storefront -> Gateway shop/edge: Accepted=True (Accepted), ResolvedRefs=True"), "{out}");
+    assert!(out.trim_end().ends_with("valid"), "{out}");
+}
+
+#[test]
+fn refused_routes_and_malformed_documents_fail_with_the_reason() {
+    let text = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: culvert}
+spec: {controllerName: culvert.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: default}
+spec:
+  gatewayClassName: culvert
+  listeners: [{name: http, port: 80, protocol: HTTP, hostname: "*.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: elsewhere, namespace: default}
+spec:
+  parentRefs: [{name: edge}]
+  hostnames: [shop.example.org]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: broken, namespace: default}
+spec:
+  gatewayClassName: culvert
+  listeners: [{name: http, port: eighty, protocol: HTTP}]
+"#;
+    let file = scratch("refused", text);
+    let (ok, out) = validate(&file);
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("Accepted=False (NoMatchingListenerHostname"),
+        "{out}"
+    );
+    assert!(
+        out.contains("manifests.yaml#3: Gateway: spec.listeners[0].port"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end()
+            .ends_with("invalid: see the conditions above"),
+        "{out}"
+    );
+}
