@@ -104,12 +104,28 @@ fn normalize_escapes(path: &str) -> String {
 }
 
 /// Whether any segment is `.` or `..` (after unreserved escapes are decoded, `%2E`
-/// counts as a dot).
+/// counts as a dot). Allocation-free: it runs on every configured path.
 fn has_dot_segment(path: &str) -> bool {
-    path.split('/').any(|segment| {
-        let plain = segment.replace("%2E", ".").replace("%2e", ".");
-        plain == "." || plain == ".."
-    })
+    path.split('/').any(is_dot_segment)
+}
+
+fn is_dot_segment(segment: &str) -> bool {
+    let bytes = segment.as_bytes();
+    let (mut at, mut dots) = (0, 0);
+    while at < bytes.len() {
+        if bytes[at] == b'.' {
+            at += 1;
+        } else if bytes[at] == b'%'
+            && bytes.get(at + 1) == Some(&b'2')
+            && bytes.get(at + 2).is_some_and(|b| b | 0x20 == b'e')
+        {
+            at += 3;
+        } else {
+            return false;
+        }
+        dots += 1;
+    }
+    dots == 1 || dots == 2
 }
 
 fn remove_dot_segments(path: &str) -> String {
