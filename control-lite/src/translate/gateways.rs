@@ -261,32 +261,19 @@ fn resolve_shared_plane_conflicts(states: &mut [GatewayState]) {
             let hostname = listener.hostname.as_ref().map(ToString::to_string);
             let clash = slot.iter().find(|(transport, other_host, other_owner)| {
                 *other_owner != owner
-                    && (!matches!(
-                        (transport, listener.transport),
-                        (Transport::Http, Transport::Http)
-                    ) && (*transport == Transport::Http
-                        || listener.transport == Transport::Http)
-                        || *other_host == hostname)
+                    && (!transport.compatible(listener.transport) || *other_host == hostname)
             });
             if let Some((transport, _, other_owner)) = clash {
-                let protocol =
-                    (*transport == Transport::Http) != (listener.transport == Transport::Http);
-                let why = if protocol {
-                    reason::PROTOCOL_CONFLICT
-                } else {
+                let why = if transport.compatible(listener.transport) {
                     reason::HOSTNAME_CONFLICT
+                } else {
+                    reason::PROTOCOL_CONFLICT
                 };
                 let message = format!(
                     "port {} is already served by Gateway {other_owner} on the same data plane",
                     listener.port
                 );
-                listener.conflicted = Verdict {
-                    status: true,
-                    reason: why,
-                    message: message.clone(),
-                };
-                listener.accepted = Verdict::no(why, message);
-                listener.supported_kinds.clear();
+                listener.mark_conflicted(why, message);
             } else {
                 slot.push((listener.transport, hostname, owner.clone()));
             }

@@ -48,7 +48,7 @@ impl Transport {
     }
 
     /// Whether two transports can share one port.
-    fn compatible(self, other: Self) -> bool {
+    pub(crate) fn compatible(self, other: Self) -> bool {
         match (self, other) {
             (Self::Unsupported, _) | (_, Self::Unsupported) => true,
             (Self::Http, Self::Http) => true,
@@ -90,6 +90,17 @@ pub(crate) struct ListenerState {
 }
 
 impl ListenerState {
+    /// Refuses the listener for a conflict with another one.
+    pub(crate) fn mark_conflicted(&mut self, why: &'static str, message: String) {
+        self.conflicted = Verdict {
+            status: true,
+            reason: why,
+            message: message.clone(),
+        };
+        self.accepted = Verdict::no(why, message);
+        self.supported_kinds.clear();
+    }
+
     /// Whether routes may attach and the data plane serves this listener.
     pub(crate) fn usable(&self) -> bool {
         self.accepted.status
@@ -367,14 +378,7 @@ fn mark_conflicts(states: &mut [ListenerState]) {
                 None
             };
             if let Some((why, message)) = verdict {
-                let state = &mut states[i];
-                state.conflicted = Verdict {
-                    status: true,
-                    reason: why,
-                    message: message.clone(),
-                };
-                state.accepted = Verdict::no(why, message);
-                state.supported_kinds.clear();
+                states[i].mark_conflicted(why, message);
             }
         }
     }

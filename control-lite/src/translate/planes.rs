@@ -7,6 +7,7 @@ use super::conditions::{Verdict, reason};
 use super::gateways::GatewayState;
 use super::listeners::Transport;
 use super::routes::{self, Translated};
+use crate::model::{ObjectMeta, ParentReference};
 use crate::store::{NamespacedName, Store};
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
@@ -36,6 +37,15 @@ pub(crate) struct RouteState {
     pub(crate) body: RouteBody,
 }
 
+/// The parts of a route object attachment reads, whatever its kind.
+struct Source<'a> {
+    kind: &'static str,
+    key: &'a NamespacedName,
+    meta: &'a ObjectMeta,
+    parent_refs: &'a [ParentReference],
+    hostnames: &'a [String],
+}
+
 /// Attaches and translates every route.
 pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteState> {
     let by_key: BTreeMap<NamespacedName, usize> = gateways
@@ -45,83 +55,69 @@ pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteS
         .collect();
     let mut out = Vec::new();
     for (key, route) in &store.http_routes {
-        let translated = routes::http(store, route);
-        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
-        let meta = &route.metadata;
+        let (meta, spec) = (&route.metadata, &route.spec);
+        let source = Source {
+            kind: "HTTPRoute",
+            key,
+            meta,
+            parent_refs: &spec.parent_refs,
+            hostnames: &spec.hostnames,
+        };
         out.push(state(
             store,
             gateways,
             &by_key,
-            "HTTPRoute",
-            key,
-            meta,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-            Translated {
-                rules: RouteBody::Http(translated.rules),
-                unsupported,
-                resolved_refs,
-            },
+            &source,
+            routes::http(store, route).map(RouteBody::Http),
         ));
     }
     for (key, route) in &store.grpc_routes {
-        let translated = routes::grpc(store, route);
-        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
-        let meta = &route.metadata;
+        let (meta, spec) = (&route.metadata, &route.spec);
+        let source = Source {
+            kind: "GRPCRoute",
+            key,
+            meta,
+            parent_refs: &spec.parent_refs,
+            hostnames: &spec.hostnames,
+        };
         out.push(state(
             store,
             gateways,
             &by_key,
-            "GRPCRoute",
-            key,
-            meta,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-            Translated {
-                rules: RouteBody::Grpc(translated.rules),
-                unsupported,
-                resolved_refs,
-            },
+            &source,
+            routes::grpc(store, route).map(RouteBody::Grpc),
         ));
     }
     for (key, route) in &store.tls_routes {
-        let translated = routes::tls(store, route);
-        let (resolved_refs, unsupported) = (translated.resolved_refs, translated.unsupported);
-        let meta = &route.metadata;
+        let (meta, spec) = (&route.metadata, &route.spec);
+        let source = Source {
+            kind: "TLSRoute",
+            key,
+            meta,
+            parent_refs: &spec.parent_refs,
+            hostnames: &spec.hostnames,
+        };
         out.push(state(
             store,
             gateways,
             &by_key,
-            "TLSRoute",
-            key,
-            meta,
-            &route.spec.parent_refs,
-            &route.spec.hostnames,
-            Translated {
-                rules: RouteBody::Tls(translated.rules),
-                unsupported,
-                resolved_refs,
-            },
+            &source,
+            routes::tls(store, route).map(RouteBody::Tls),
         ));
     }
     out
 }
 
-#[allow(clippy::too_many_arguments, reason = "one call site per route kind")]
 fn state(
     store: &Store,
     gateways: &[GatewayState],
     by_key: &BTreeMap<NamespacedName, usize>,
-    kind: &'static str,
-    key: &NamespacedName,
-    meta: &crate::model::ObjectMeta,
-    parent_refs: &[crate::model::ParentReference],
-    hostnames: &[String],
+    source: &Source<'_>,
     translated: Translated<RouteBody>,
 ) -> RouteState {
     let mut unsupported = translated.unsupported;
     let mut patterns = Vec::new();
-    for hostname in hostnames {
+    for hostname in source.hostnames {
         match HostPattern::parse(hostname) {
             Ok(pattern) => patterns.push(pattern),
             Err(why) => {
@@ -130,9 +126,9 @@ fn state(
         }
     }
     let view = RouteView {
-        kind,
-        namespace: &key.0,
-        parent_refs,
+        kind: source.kind,
+        namespace: &source.key.0,
+        parent_refs: source.parent_refs,
         hostnames: &patterns,
     };
     let mut parents = attach(store, &view, gateways, by_key);
@@ -143,11 +139,11 @@ fn state(
         }
     }
     RouteState {
-        kind,
-        key: key.clone(),
-        generation: meta.generation(),
-        creation_timestamp: meta.creation_timestamp.clone(),
-        hostnames: hostnames.to_vec(),
+        kind: source.kind,
+        key: source.key.clone(),
+        generation: source.meta.generation(),
+        creation_timestamp: source.meta.creation_timestamp.clone(),
+        hostnames: source.hostnames.to_vec(),
         patterns,
         parents,
         resolved_refs: translated.resolved_refs,

@@ -25,6 +25,17 @@ pub(crate) struct Translated<T> {
     pub(crate) resolved_refs: Verdict,
 }
 
+impl<T> Translated<T> {
+    /// The same verdicts with the rules converted.
+    pub(crate) fn map<U>(self, convert: impl FnOnce(T) -> U) -> Translated<U> {
+        Translated {
+            rules: convert(self.rules),
+            unsupported: self.unsupported,
+            resolved_refs: self.resolved_refs,
+        }
+    }
+}
+
 /// Collects problems while translating one route.
 struct Collector<'s> {
     store: &'s Store,
