@@ -11,7 +11,7 @@ use foldhash::{HashMap, HashMapExt};
 use regex_automata::dfa::{Automaton, StartKind, dense, sparse};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
-use regex_automata::{Anchored, Input, MatchKind, PatternSet};
+use regex_automata::{Anchored, Input, MatchKind, PatternID};
 use std::sync::Arc;
 
 /// Size limits for regular expressions. The defaults admit any sane route pattern and
@@ -44,6 +44,11 @@ impl Default for RegexLimits {
 type Dfa = sparse::DFA<Vec<u8>>;
 
 /// One or more patterns compiled together; each pattern keeps its index as its id.
+///
+/// The automaton uses leftmost-first semantics and every pattern ends in `\z`, so
+/// an anchored search reports the lowest-numbered pattern that matches the whole
+/// input: one pass, no allocation. Per-pattern start states let a caller ask about
+/// one pattern when it needs the next match in order.
 #[derive(Debug, Clone)]
 pub(crate) struct FullMatch {
     dfa: Arc<Dfa>,
@@ -52,20 +57,28 @@ pub(crate) struct FullMatch {
 impl FullMatch {
     /// Whether any pattern matches all of `haystack`.
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
-        let input = Input::new(haystack).anchored(Anchored::Yes).earliest(true);
-        matches!(self.dfa.try_search_fwd(&input), Ok(Some(_)))
+        self.first_match(haystack).is_some()
     }
 
-    /// Adds the index of every pattern matching all of `haystack` to `set`.
-    pub(crate) fn which_match(&self, haystack: &[u8], set: &mut PatternSet) {
+    /// The lowest-numbered pattern that matches all of `haystack`.
+    pub(crate) fn first_match(&self, haystack: &[u8]) -> Option<usize> {
         let input = Input::new(haystack).anchored(Anchored::Yes);
         // A search error can only come from quit bytes, which are never configured.
-        let _ = self.dfa.try_which_overlapping_matches(&input, set);
+        match self.dfa.try_search_fwd(&input) {
+            Ok(Some(found)) => Some(found.pattern().as_usize()),
+            _ => None,
+        }
     }
 
-    /// Number of patterns compiled together.
-    pub(crate) fn pattern_len(&self) -> usize {
-        self.dfa.pattern_len()
+    /// Whether pattern `id` matches all of `haystack`.
+    pub(crate) fn matches_pattern(&self, haystack: &[u8], id: usize) -> bool {
+        let Ok(pattern) = PatternID::new(id) else {
+            return false;
+        };
+        let input = Input::new(haystack)
+            .anchored(Anchored::Pattern(pattern))
+            .earliest(true);
+        matches!(self.dfa.try_search_fwd(&input), Ok(Some(_)))
     }
 }
 
@@ -116,8 +129,9 @@ impl RegexCompiler {
             .thompson(thompson::Config::new().nfa_size_limit(Some(limit)))
             .configure(
                 dense::Config::new()
-                    .match_kind(MatchKind::All)
+                    .match_kind(MatchKind::LeftmostFirst)
                     .start_kind(StartKind::Anchored)
+                    .starts_for_each_pattern(true)
                     .dfa_size_limit(Some(limit))
                     .determinize_size_limit(Some(limit.saturating_mul(2))),
             )
@@ -174,12 +188,16 @@ mod tests {
     }
 
     #[test]
-    fn reports_every_matching_pattern() {
-        let regex = compile(&["/a.*", "/[a-z]+", "/b"]).unwrap();
-        let mut set = PatternSet::new(regex.pattern_len());
-        regex.which_match(b"/abc", &mut set);
-        let ids: Vec<usize> = set.iter().map(|id| id.as_usize()).collect();
-        assert_eq!(ids, [0, 1]);
+    fn reports_the_lowest_matching_pattern_and_answers_per_pattern() {
+        let regex = compile(&["/a", "/[a-z]+", "/a.*", "/b"]).unwrap();
+        assert_eq!(regex.first_match(b"/abc"), Some(1));
+        assert_eq!(regex.first_match(b"/a"), Some(0));
+        assert_eq!(regex.first_match(b"/a/c"), Some(2));
+        assert_eq!(regex.first_match(b"/9"), None);
+        assert!(regex.matches_pattern(b"/abc", 2));
+        assert!(!regex.matches_pattern(b"/abc", 0));
+        assert!(!regex.matches_pattern(b"/abc", 3));
+        assert!(!regex.matches_pattern(b"/abc", 99));
     }
 
     #[test]

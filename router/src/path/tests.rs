@@ -137,3 +137,24 @@ fn search_stops_at_the_first_accepted_prefix() {
     let root = trie.find_longest("/a/b", |value, _| (*value == 1).then_some(*value));
     assert_eq!(root, Some(1));
 }
+
+#[test]
+fn merged_chains_match_whole_segments_only() {
+    let mut trie = TrieBuilder::default();
+    *trie.entry("/api/v1/users", || "") = "users";
+    *trie.entry("/api/v2", || "") = "v2";
+    *trie.entry("/", || "") = "root";
+    let trie = trie.freeze();
+    assert_eq!(
+        longest(&trie, "/api/v1/users/7"),
+        [("users", 13), ("root", 0)]
+    );
+    assert_eq!(
+        longest(&trie, "/api/v1/users"),
+        [("users", 13), ("root", 0)]
+    );
+    assert_eq!(longest(&trie, "/api/v1/usersx"), [("root", 0)]);
+    assert_eq!(longest(&trie, "/api/v1"), [("root", 0)]);
+    assert_eq!(longest(&trie, "/api/v2/x"), [("v2", 7), ("root", 0)]);
+    assert_eq!(longest(&trie, "/api"), [("root", 0)]);
+}

@@ -1,8 +1,10 @@
 //! [`SegmentTrie`]: `PathPrefix` lookup that respects segment boundaries. `/foo`
 //! matches `/foo`, `/foo/` and `/foo/bar`, never `/foobar`; a prefix's trailing slash
 //! is ignored. Built with [`TrieBuilder`], then frozen into one flat array in
-//! breadth-first order: a node's children sit side by side and carry their segment
-//! inline, so a lookup walks one allocation and chases no pointers.
+//! breadth-first order: a node's children sit side by side and carry their label
+//! inline, so a lookup walks one allocation and chases no pointers. Chains of nodes
+//! that neither hold a value nor branch are merged into one multi-segment label
+//! (`api/v1`), so a typical prefix costs one comparison, not one per segment.
 
 use crate::compact::InlineBytes;
 use std::collections::VecDeque;
@@ -86,7 +88,8 @@ impl<T> TrieBuilder<T> {
         self.nodes[node].value.get_or_insert_with(make)
     }
 
-    /// Lays the trie out breadth first, children of a node contiguous and sorted.
+    /// Lays the trie out breadth first, children of a node contiguous and sorted by
+    /// their first segment, with value-less single-child chains merged.
     pub(crate) fn freeze(mut self) -> SegmentTrie<T> {
         let mut flat: Vec<FlatNode<T>> = Vec::with_capacity(self.nodes.len());
         let mut queue: VecDeque<(usize, InlineBytes)> =
@@ -94,24 +97,34 @@ impl<T> TrieBuilder<T> {
         // Flat index the next child will get: the root is 0, children follow.
         let mut next = 1usize;
         while let Some((built, label)) = queue.pop_front() {
-            let node = &mut self.nodes[built];
-            let children = std::mem::take(&mut node.children);
+            let children = std::mem::take(&mut self.nodes[built].children);
             flat.push(FlatNode {
                 label,
                 first_child: u32::try_from(next).expect("fewer than 2^32 path segments"),
                 child_count: u32::try_from(children.len()).expect("fewer than 2^32 children"),
-                value: node.value.take(),
+                value: self.nodes[built].value.take(),
             });
             next += children.len();
-            queue.extend(
-                children
-                    .into_iter()
-                    .map(|(segment, child)| (child as usize, InlineBytes::new(segment.as_bytes()))),
-            );
+            for (segment, child) in children {
+                let (end, label) = self.merge_chain(child as usize, segment.into_string());
+                queue.push_back((end, InlineBytes::new(label.as_bytes())));
+            }
         }
         SegmentTrie {
             nodes: flat.into_boxed_slice(),
         }
+    }
+
+    /// Follows a chain of value-less, single-child nodes from `node`, extending
+    /// `label` with their segments; returns the node that ends the chain.
+    fn merge_chain(&mut self, mut node: usize, mut label: String) -> (usize, String) {
+        while self.nodes[node].value.is_none() && self.nodes[node].children.len() == 1 {
+            let (segment, child) = self.nodes[node].children.remove(0);
+            label.push('/');
+            label.push_str(&segment);
+            node = child as usize;
+        }
+        (node, label)
     }
 }
 
@@ -141,13 +154,18 @@ impl<T> SegmentTrie<T> {
         let path_ended = node != 0 && rest.is_empty();
         if !path_ended && current.child_count > 0 {
             // A byte scan beats `str::split_once` on segments this short.
-            let end = rest.bytes().position(|b| b == b'/').unwrap_or(rest.len());
-            let segment = &rest[..end];
-            let after = rest.get(end + 1..).unwrap_or("");
-            if let Some(child) = self.child(current, segment.as_bytes()) {
-                let found = self.descend(child, after, covered + 1 + segment.len(), visit);
-                if found.is_some() {
-                    return found;
+            let bytes = rest.as_bytes();
+            let end = bytes.iter().position(|&b| b == b'/').unwrap_or(bytes.len());
+            if let Some(child) = self.child(current, &bytes[..end]) {
+                // A merged label spans several segments: all must match, ending at a
+                // segment boundary.
+                let label = self.nodes[child].label.as_bytes();
+                if bytes.starts_with(label) && matches!(bytes.get(label.len()), None | Some(b'/')) {
+                    let after = rest.get(label.len() + 1..).unwrap_or("");
+                    let found = self.descend(child, after, covered + 1 + label.len(), visit);
+                    if found.is_some() {
+                        return found;
+                    }
                 }
             }
         }
@@ -157,19 +175,23 @@ impl<T> SegmentTrie<T> {
             .and_then(|value| visit(value, covered))
     }
 
-    /// The child of `parent` labelled `segment`: a linear scan for a few children,
-    /// binary search for many.
+    /// The child of `parent` whose label starts with `segment`: children differ in
+    /// their first segment. A linear scan for a few children, binary search for many.
     fn child(&self, parent: &FlatNode<T>, segment: &[u8]) -> Option<usize> {
+        fn head<T>(node: &FlatNode<T>) -> &[u8] {
+            let label = node.label.as_bytes();
+            &label[..label.iter().position(|&b| b == b'/').unwrap_or(label.len())]
+        }
         let first = parent.first_child as usize;
         let children = self.nodes.get(first..first + parent.child_count as usize)?;
         if children.len() <= 8 {
             children
                 .iter()
-                .position(|c| c.label.as_bytes() == segment)
+                .position(|c| head(c) == segment)
                 .map(|i| first + i)
         } else {
             children
-                .binary_search_by(|c| c.label.as_bytes().cmp(segment))
+                .binary_search_by(|c| head(c).cmp(segment))
                 .ok()
                 .map(|i| first + i)
         }

@@ -9,7 +9,6 @@ use crate::path::SegmentTrie;
 use crate::regex::FullMatch;
 use foldhash::HashMap;
 use http::HeaderMap;
-use regex_automata::{PatternID, PatternSet};
 
 /// One (route, rule, match) whose path condition is indexed under some key.
 #[derive(Debug)]
@@ -132,16 +131,23 @@ impl HostRules {
             return by_prefix;
         }
         let group = self.regex.as_deref()?;
-        let mut matched = PatternSet::new(group.matcher.pattern_len());
-        group.matcher.which_match(path.as_bytes(), &mut matched);
-        if matched.is_empty() {
-            return None;
-        }
-        group
-            .span
-            .of(candidates)
+        let path = path.as_bytes();
+        let first = group.matcher.first_match(path)?;
+        let regex_candidates = group.span.of(candidates);
+        // Pattern ids follow first appearance in precedence order, and `first` is the
+        // lowest id that matches: no candidate before the first one using it can
+        // match, and later ones match only with an id of `first` or above.
+        let start = regex_candidates
             .iter()
-            .find(|c| matched.contains(PatternID::new_unchecked(c.pattern as usize)) && accepts(c))
+            .position(|c| c.pattern as usize == first)?;
+        regex_candidates[start..]
+            .iter()
+            .find(|c| {
+                let pattern = c.pattern as usize;
+                let matched = pattern == first
+                    || (pattern > first && group.matcher.matches_pattern(path, pattern));
+                matched && accepts(c)
+            })
             .map(|c| Found {
                 hit: c.hit(),
                 prefix_len: None,

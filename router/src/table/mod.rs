@@ -19,7 +19,6 @@ use crate::config::ListenerProtocol;
 use crate::host::{HostIndex, normalize_request_host};
 use crate::path::split_query;
 use crate::rule::{Backends, Rule};
-use foldhash::HashMap;
 use host_rules::{Candidate, HostRules};
 use http::HeaderMap;
 use std::net::IpAddr;
@@ -142,8 +141,9 @@ pub struct TlsMatch<'t> {
 #[derive(Debug)]
 pub struct RouteTable {
     version: u64,
-    /// Per port: the entrypoints on it, address-specific ones first.
-    ports: HashMap<u16, Vec<Entrypoint>>,
+    /// Per port, sorted by port: the entrypoints on it, address-specific ones first.
+    /// A data plane has few ports, so a scan beats hashing.
+    ports: Vec<(u16, Vec<Entrypoint>)>,
     listeners: Vec<ListenerTable>,
     listener_info: Vec<ListenerInfo>,
     routes: Vec<RouteInfo>,
@@ -214,7 +214,12 @@ impl RouteTable {
     }
 
     fn entrypoint(&self, port: u16, local_ip: Option<IpAddr>) -> Option<&Entrypoint> {
-        let candidates = self.ports.get(&port)?;
+        let candidates = if self.ports.len() <= 8 {
+            &self.ports.iter().find(|(p, _)| *p == port)?.1
+        } else {
+            let index = self.ports.binary_search_by_key(&port, |(p, _)| *p).ok()?;
+            &self.ports[index].1
+        };
         candidates
             .iter()
             .find(|entry| entry.address.is_some() && entry.address == local_ip)

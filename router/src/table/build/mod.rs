@@ -67,7 +67,7 @@ impl RouteTableBuilder {
             regex: RegexCompiler::new(self.regex_limits),
             table: RouteTable {
                 version: config.version,
-                ports: HashMap::new(),
+                ports: Vec::new(),
                 listeners: Vec::new(),
                 listener_info: Vec::new(),
                 routes: Vec::new(),
@@ -103,6 +103,7 @@ impl RouteTableBuilder {
 impl<'c> Builder<'c> {
     fn add_listeners(&mut self, config: &'c DataPlaneConfig) -> Result<(), Error> {
         let mut by_socket: HashMap<(Option<IpAddr>, u16), usize> = HashMap::new();
+        let mut ports: HashMap<u16, Vec<Entrypoint>> = HashMap::new();
         for listener in &config.listeners {
             let fail = |reason: String| Error::Listener {
                 listener: listener.name.clone(),
@@ -127,14 +128,14 @@ impl<'c> Builder<'c> {
                 .map_err(fail)?;
             let socket = (listener.address, listener.port);
             let entry_index = *by_socket.entry(socket).or_insert_with(|| {
-                let entries = self.table.ports.entry(listener.port).or_default();
+                let entries = ports.entry(listener.port).or_default();
                 entries.push(Entrypoint {
                     address: listener.address,
                     listeners: HostIndex::default(),
                 });
                 entries.len() - 1
             });
-            let entries = self.table.ports.entry(listener.port).or_default();
+            let entries = ports.entry(listener.port).or_default();
             let entrypoint = &mut entries[entry_index];
             let mut clash = None;
             let slot = entrypoint.listeners.entry(hostname.as_ref(), || u32::MAX);
@@ -173,9 +174,11 @@ impl<'c> Builder<'c> {
             self.listener_hosts.push(hostname);
         }
         // Address-specific entrypoints are tried before the wildcard one.
-        for entries in self.table.ports.values_mut() {
+        for entries in ports.values_mut() {
             entries.sort_by_key(|entry| entry.address.is_none());
         }
+        self.table.ports = ports.into_iter().collect();
+        self.table.ports.sort_by_key(|(port, _)| *port);
         Ok(())
     }
 
