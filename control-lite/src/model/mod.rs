@@ -32,8 +32,8 @@ pub use meta::{Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta};
 pub use route::{
     BackendObjectReference, BackendRef, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule,
     GrpcRouteSpec, HttpRoute, HttpRouteMatch, HttpRouteRetry, HttpRouteRule, HttpRouteSpec,
-    HttpRouteTimeouts, ParentReference, PathMatch, RouteFilter, RouteParentStatus, RouteStatus,
-    StringMatch, TlsRoute, TlsRouteRule, TlsRouteSpec, Unknown,
+    HttpRouteTimeouts, ParentReference, PathMatch, RouteFilter, RouteObject, RouteParentStatus,
+    RouteStatus, StringMatch, TlsRoute, TlsRouteRule, TlsRouteSpec, Unknown,
 };
 
 use serde::de::DeserializeOwned;

@@ -12,6 +12,30 @@ use std::collections::BTreeMap;
 /// Fields a struct did not recognise.
 pub type Unknown = BTreeMap<String, serde_json::Value>;
 
+/// What every route kind shares: metadata, parents and hostnames.
+pub trait RouteObject {
+    /// The Gateway API kind, such as `HTTPRoute`.
+    const KIND: &'static str;
+    /// Metadata.
+    fn meta(&self) -> &ObjectMeta;
+    /// `spec.parentRefs`.
+    fn parent_refs(&self) -> &[ParentReference];
+    /// `spec.hostnames`.
+    fn hostnames(&self) -> &[String];
+}
+
+macro_rules! route_object {
+    ($($ty:ty => $kind:literal),*) => {$(
+        impl RouteObject for $ty {
+            const KIND: &'static str = $kind;
+            fn meta(&self) -> &ObjectMeta { &self.metadata }
+            fn parent_refs(&self) -> &[ParentReference] { &self.spec.parent_refs }
+            fn hostnames(&self) -> &[String] { &self.spec.hostnames }
+        }
+    )*};
+}
+route_object!(HttpRoute => "HTTPRoute", GrpcRoute => "GRPCRoute", TlsRoute => "TLSRoute");
+
 /// A reference from a route to its parent (a Gateway).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -7,7 +7,7 @@ use super::conditions::{Verdict, reason};
 use super::gateways::GatewayState;
 use super::listeners::Transport;
 use super::routes::{self, Translated};
-use crate::model::{ObjectMeta, ParentReference};
+use crate::model::RouteObject;
 use crate::store::{NamespacedName, Store};
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
@@ -37,15 +37,6 @@ pub(crate) struct RouteState {
     pub(crate) body: RouteBody,
 }
 
-/// The parts of a route object attachment reads, whatever its kind.
-struct Source<'a> {
-    kind: &'static str,
-    key: &'a NamespacedName,
-    meta: &'a ObjectMeta,
-    parent_refs: &'a [ParentReference],
-    hostnames: &'a [String],
-}
-
 /// Attaches and translates every route.
 pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteState> {
     let by_key: BTreeMap<NamespacedName, usize> = gateways
@@ -54,100 +45,82 @@ pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteS
         .map(|(i, g)| (g.key.clone(), i))
         .collect();
     let mut out = Vec::new();
-    for (key, route) in &store.http_routes {
-        let (meta, spec) = (&route.metadata, &route.spec);
-        let source = Source {
-            kind: "HTTPRoute",
-            key,
-            meta,
-            parent_refs: &spec.parent_refs,
-            hostnames: &spec.hostnames,
-        };
-        out.push(state(
-            store,
-            gateways,
-            &by_key,
-            &source,
-            routes::http(store, route).map(RouteBody::Http),
-        ));
-    }
-    for (key, route) in &store.grpc_routes {
-        let (meta, spec) = (&route.metadata, &route.spec);
-        let source = Source {
-            kind: "GRPCRoute",
-            key,
-            meta,
-            parent_refs: &spec.parent_refs,
-            hostnames: &spec.hostnames,
-        };
-        out.push(state(
-            store,
-            gateways,
-            &by_key,
-            &source,
-            routes::grpc(store, route).map(RouteBody::Grpc),
-        ));
-    }
-    for (key, route) in &store.tls_routes {
-        let (meta, spec) = (&route.metadata, &route.spec);
-        let source = Source {
-            kind: "TLSRoute",
-            key,
-            meta,
-            parent_refs: &spec.parent_refs,
-            hostnames: &spec.hostnames,
-        };
-        out.push(state(
-            store,
-            gateways,
-            &by_key,
-            &source,
-            routes::tls(store, route).map(RouteBody::Tls),
-        ));
-    }
+    let context = Context {
+        store,
+        gateways,
+        by_key: &by_key,
+    };
+    context.attach_kind(&mut out, &store.http_routes, |route| {
+        routes::http(store, route).map(RouteBody::Http)
+    });
+    context.attach_kind(&mut out, &store.grpc_routes, |route| {
+        routes::grpc(store, route).map(RouteBody::Grpc)
+    });
+    context.attach_kind(&mut out, &store.tls_routes, |route| {
+        routes::tls(store, route).map(RouteBody::Tls)
+    });
     out
 }
 
-fn state(
-    store: &Store,
-    gateways: &[GatewayState],
-    by_key: &BTreeMap<NamespacedName, usize>,
-    source: &Source<'_>,
-    translated: Translated<RouteBody>,
-) -> RouteState {
-    let mut unsupported = translated.unsupported;
-    let mut patterns = Vec::new();
-    for hostname in source.hostnames {
-        match HostPattern::parse(hostname) {
-            Ok(pattern) => patterns.push(pattern),
-            Err(why) => {
-                unsupported.get_or_insert(format!("spec.hostnames: {why}"));
+/// What attaching a route reads besides the route itself.
+struct Context<'a> {
+    store: &'a Store,
+    gateways: &'a [GatewayState],
+    by_key: &'a BTreeMap<NamespacedName, usize>,
+}
+
+impl Context<'_> {
+    fn attach_kind<R: RouteObject>(
+        &self,
+        out: &mut Vec<RouteState>,
+        routes: &BTreeMap<NamespacedName, R>,
+        translate: impl Fn(&R) -> Translated<RouteBody>,
+    ) {
+        for (key, route) in routes {
+            out.push(self.state(key, route, translate(route)));
+        }
+    }
+
+    fn state<R: RouteObject>(
+        &self,
+        key: &NamespacedName,
+        route: &R,
+        translated: Translated<RouteBody>,
+    ) -> RouteState {
+        let mut unsupported = translated.unsupported;
+        let mut patterns = Vec::new();
+        for hostname in route.hostnames() {
+            match HostPattern::parse(hostname) {
+                Ok(pattern) => patterns.push(pattern),
+                Err(why) => {
+                    unsupported.get_or_insert(format!("spec.hostnames: {why}"));
+                }
             }
         }
-    }
-    let view = RouteView {
-        kind: source.kind,
-        namespace: &source.key.0,
-        parent_refs: source.parent_refs,
-        hostnames: &patterns,
-    };
-    let mut parents = attach(store, &view, gateways, by_key);
-    if let Some(message) = unsupported {
-        for parent in parents.iter_mut().filter(|p| p.accepted.status) {
-            parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, message.clone());
-            parent.listeners.clear();
+        let view = RouteView {
+            kind: R::KIND,
+            namespace: &key.0,
+            parent_refs: route.parent_refs(),
+            hostnames: &patterns,
+        };
+        let mut parents = attach(self.store, &view, self.gateways, self.by_key);
+        if let Some(message) = unsupported {
+            for parent in parents.iter_mut().filter(|p| p.accepted.status) {
+                parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, message.clone());
+                parent.listeners.clear();
+            }
         }
-    }
-    RouteState {
-        kind: source.kind,
-        key: source.key.clone(),
-        generation: source.meta.generation(),
-        creation_timestamp: source.meta.creation_timestamp.clone(),
-        hostnames: source.hostnames.to_vec(),
-        patterns,
-        parents,
-        resolved_refs: translated.resolved_refs,
-        body: translated.rules,
+        RouteState {
+            kind: R::KIND,
+            key: key.clone(),
+            generation: route.meta().generation(),
+            creation_timestamp: route.meta().creation_timestamp.clone(),
+            hostnames: route.hostnames().to_vec(),
+            patterns,
+            parents,
+            resolved_refs: translated.resolved_refs,
+            body: translated.rules,
+        }
     }
 }
 

@@ -17,9 +17,7 @@ use super::{
     Entrypoint, ListenerInfo, ListenerTable, RouteId, RouteInfo, RouteKind, RouteTable, RuleSlot,
     TlsTarget,
 };
-use crate::config::{
-    DataPlaneConfig, GrpcMatchConfig, HttpMatchConfig, ListenerProtocol, RouteMeta,
-};
+use crate::config::{DataPlaneConfig, ListenerProtocol, RouteMeta};
 use crate::error::{Error, Origin};
 use crate::host::{HostIndex, HostPattern};
 use crate::regex::{RegexCompiler, RegexLimits};
@@ -35,6 +33,10 @@ use std::net::IpAddr;
 pub struct RouteTableBuilder {
     regex_limits: RegexLimits,
 }
+
+/// Compiles one match of a rule: config, route, rule index, match index, origin.
+type MatchCompiler<'c, M> =
+    fn(&mut Builder<'c>, &M, RouteId, usize, usize, &Origin) -> Result<CompiledMatch, Error>;
 
 struct Builder<'c> {
     regex: RegexCompiler,
@@ -291,43 +293,28 @@ impl<'c> Builder<'c> {
         position: usize,
     ) -> Result<(), Error> {
         let at = Origin::route("HTTPRoute", &route.namespace, &route.name);
-        let (id, listeners, hostnames) = self.attach(
-            route,
+        let http = [ListenerProtocol::Http, ListenerProtocol::Https];
+        let (id, listeners, hostnames) = self.attach(route, &at, position, &http)?;
+        let compile_rule =
+            |config: &crate::config::HttpRuleConfig, at: &Origin| -> Result<Rule, Error> {
+                Ok(Rule {
+                    name: config.name.as_deref().map(Into::into),
+                    backends: compile_backends(&config.backends, at)?,
+                    policy: Policy::boxed(
+                        compile_timeouts(config.timeouts.as_ref(), at)?,
+                        compile_retry(config.retry.as_ref(), at)?,
+                    ),
+                    filters: compile_filters(&config.filters, FilterScope::HttpRule, at)?,
+                })
+            };
+        let compiled = self.compile_rules(
             &at,
-            position,
-            &[ListenerProtocol::Http, ListenerProtocol::Https],
+            id,
+            &route.rules,
+            compile_rule,
+            |r| &r.matches,
+            Self::compile_http_match,
         )?;
-        let mut compiled = Vec::new();
-        for (rule_index, rule_config) in route.rules.iter().enumerate() {
-            let at = at.with_rule(rule_index);
-            let filters = compile_filters(&rule_config.filters, FilterScope::HttpRule, &at)?;
-            let rule = Rule {
-                name: rule_config.name.as_deref().map(Into::into),
-                backends: compile_backends(&rule_config.backends, &at)?,
-                policy: Policy::boxed(
-                    compile_timeouts(rule_config.timeouts.as_ref(), &at)?,
-                    compile_retry(rule_config.retry.as_ref(), &at)?,
-                ),
-                filters,
-            };
-            let replaces_prefix = rule.filters().replaces_prefix();
-            let default_match = [HttpMatchConfig::default()];
-            let matches = if rule_config.matches.is_empty() {
-                &default_match[..]
-            } else {
-                &rule_config.matches[..]
-            };
-            let rule_id = self.push_rule(rule, id, rule_index, &at)?;
-            for (match_index, match_config) in matches.iter().enumerate() {
-                let at = at.with_match(match_index);
-                let one =
-                    self.compile_http_match(match_config, id, rule_index, match_index, &at)?;
-                if replaces_prefix && !matches!(one.key, PathKey::Prefix(_)) {
-                    return Err(at.error("ReplacePrefixMatch needs a PathPrefix match"));
-                }
-                compiled.push((rule_id, one));
-            }
-        }
         self.index_matches(&listeners, &hostnames, compiled);
         Ok(())
     }
@@ -338,37 +325,63 @@ impl<'c> Builder<'c> {
         position: usize,
     ) -> Result<(), Error> {
         let at = Origin::route("GRPCRoute", &route.namespace, &route.name);
-        let (id, listeners, hostnames) = self.attach(
-            route,
-            &at,
-            position,
-            &[ListenerProtocol::Http, ListenerProtocol::Https],
-        )?;
-        let mut compiled = Vec::new();
-        for (rule_index, rule_config) in route.rules.iter().enumerate() {
-            let at = at.with_rule(rule_index);
-            let rule = Rule {
-                name: rule_config.name.as_deref().map(Into::into),
-                backends: compile_backends(&rule_config.backends, &at)?,
-                policy: None,
-                filters: compile_filters(&rule_config.filters, FilterScope::GrpcRule, &at)?,
+        let http = [ListenerProtocol::Http, ListenerProtocol::Https];
+        let (id, listeners, hostnames) = self.attach(route, &at, position, &http)?;
+        let compile_rule =
+            |config: &crate::config::GrpcRuleConfig, at: &Origin| -> Result<Rule, Error> {
+                Ok(Rule {
+                    name: config.name.as_deref().map(Into::into),
+                    backends: compile_backends(&config.backends, at)?,
+                    policy: None,
+                    filters: compile_filters(&config.filters, FilterScope::GrpcRule, at)?,
+                })
             };
-            let default_match = [GrpcMatchConfig::default()];
-            let matches = if rule_config.matches.is_empty() {
+        let compiled = self.compile_rules(
+            &at,
+            id,
+            &route.rules,
+            compile_rule,
+            |r| &r.matches,
+            Self::compile_grpc_match,
+        )?;
+        self.index_matches(&listeners, &hostnames, compiled);
+        Ok(())
+    }
+
+    /// Compiles every rule of a route and each of its matches (a rule without
+    /// matches gets one default match).
+    fn compile_rules<R, M: Default>(
+        &mut self,
+        at: &Origin,
+        id: RouteId,
+        rules: &[R],
+        compile_rule: impl Fn(&R, &Origin) -> Result<Rule, Error>,
+        matches_of: fn(&R) -> &Vec<M>,
+        compile_match: MatchCompiler<'c, M>,
+    ) -> Result<Vec<(u32, CompiledMatch)>, Error> {
+        let mut compiled = Vec::new();
+        for (rule_index, config) in rules.iter().enumerate() {
+            let at = at.with_rule(rule_index);
+            let rule = compile_rule(config, &at)?;
+            let replaces_prefix = rule.filters().replaces_prefix();
+            let default_match = [M::default()];
+            let matches = matches_of(config);
+            let matches = if matches.is_empty() {
                 &default_match[..]
             } else {
-                &rule_config.matches[..]
+                &matches[..]
             };
             let rule_id = self.push_rule(rule, id, rule_index, &at)?;
             for (match_index, match_config) in matches.iter().enumerate() {
                 let at = at.with_match(match_index);
-                let one =
-                    self.compile_grpc_match(match_config, id, rule_index, match_index, &at)?;
+                let one = compile_match(self, match_config, id, rule_index, match_index, &at)?;
+                if replaces_prefix && !matches!(one.key, PathKey::Prefix(_)) {
+                    return Err(at.error("ReplacePrefixMatch needs a PathPrefix match"));
+                }
                 compiled.push((rule_id, one));
             }
         }
-        self.index_matches(&listeners, &hostnames, compiled);
-        Ok(())
+        Ok(compiled)
     }
 
     fn add_tls_route(
