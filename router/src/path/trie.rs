@@ -11,12 +11,19 @@ use std::collections::VecDeque;
 
 /// Values keyed by path prefix, frozen for lookup.
 #[derive(Debug)]
-pub(crate) struct SegmentTrie<T> {
-    nodes: Box<[FlatNode<T>]>,
+pub(crate) enum SegmentTrie<T> {
+    /// The root and at most one prefix below it, held inline: the common shape of a
+    /// host's prefixes costs no pointer to chase.
+    Small {
+        root: Option<T>,
+        leaf: Option<(InlineBytes, T)>,
+    },
+    /// Anything else, as one flat array.
+    Flat { nodes: Box<[FlatNode<T>]> },
 }
 
 #[derive(Debug)]
-struct FlatNode<T> {
+pub(crate) struct FlatNode<T> {
     label: InlineBytes,
     first_child: u32,
     child_count: u32,
@@ -91,6 +98,30 @@ impl<T> TrieBuilder<T> {
     /// Lays the trie out breadth first, children of a node contiguous and sorted by
     /// their first segment, with value-less single-child chains merged.
     pub(crate) fn freeze(mut self) -> SegmentTrie<T> {
+        if self.nodes[0].children.len() <= 1 {
+            let root = self.nodes[0].value.take();
+            let Some((segment, child)) = self.nodes[0].children.pop() else {
+                return SegmentTrie::Small { root, leaf: None };
+            };
+            let (end, label) = self.merge_chain(child as usize, segment.into_string());
+            if self.nodes[end].children.is_empty() {
+                if let Some(value) = self.nodes[end].value.take() {
+                    return SegmentTrie::Small {
+                        root,
+                        leaf: Some((InlineBytes::new(label.as_bytes()), value)),
+                    };
+                }
+            }
+            // Not the small shape after all: put the root back, its one child now
+            // carrying the merged label (the flat layout handles merged labels).
+            self.nodes[0].value = root;
+            let end = u32::try_from(end).expect("fewer than 2^32 path segments");
+            self.nodes[0].children.push((label.into(), end));
+        }
+        self.freeze_flat()
+    }
+
+    fn freeze_flat(mut self) -> SegmentTrie<T> {
         let mut flat: Vec<FlatNode<T>> = Vec::with_capacity(self.nodes.len());
         let mut queue: VecDeque<(usize, InlineBytes)> =
             VecDeque::from([(0, InlineBytes::new(b""))]);
@@ -110,7 +141,7 @@ impl<T> TrieBuilder<T> {
                 queue.push_back((end, InlineBytes::new(label.as_bytes())));
             }
         }
-        SegmentTrie {
+        SegmentTrie::Flat {
             nodes: flat.into_boxed_slice(),
         }
     }
@@ -137,32 +168,49 @@ impl<T> SegmentTrie<T> {
         mut visit: impl FnMut(&T, usize) -> Option<R>,
     ) -> Option<R> {
         let rest = path.strip_prefix('/').unwrap_or(path);
-        self.descend(0, rest, 0, &mut visit)
+        match self {
+            Self::Small { root, leaf } => {
+                if let Some((label, value)) = leaf {
+                    let label = label.as_bytes();
+                    let bytes = rest.as_bytes();
+                    if bytes.starts_with(label)
+                        && matches!(bytes.get(label.len()), None | Some(b'/'))
+                    {
+                        if let Some(found) = visit(value, 1 + label.len()) {
+                            return Some(found);
+                        }
+                    }
+                }
+                root.as_ref().and_then(|value| visit(value, 0))
+            }
+            Self::Flat { nodes } => Self::descend(nodes, 0, rest, 0, &mut visit),
+        }
     }
 
     /// Depth-first: deeper nodes are offered before this one, so the recursion's
     /// unwinding order is longest prefix first. Depth is bounded by the longest
     /// configured prefix, not by the request.
     fn descend<R>(
-        &self,
+        nodes: &[FlatNode<T>],
         node: usize,
         rest: &str,
         covered: usize,
         visit: &mut impl FnMut(&T, usize) -> Option<R>,
     ) -> Option<R> {
-        let current = self.nodes.get(node)?;
+        let current = nodes.get(node)?;
         let path_ended = node != 0 && rest.is_empty();
         if !path_ended && current.child_count > 0 {
             // A byte scan beats `str::split_once` on segments this short.
             let bytes = rest.as_bytes();
             let end = bytes.iter().position(|&b| b == b'/').unwrap_or(bytes.len());
-            if let Some(child) = self.child(current, &bytes[..end]) {
+            if let Some(child) = Self::child(nodes, current, &bytes[..end]) {
                 // A merged label spans several segments: all must match, ending at a
                 // segment boundary.
-                let label = self.nodes[child].label.as_bytes();
+                let label = nodes[child].label.as_bytes();
                 if bytes.starts_with(label) && matches!(bytes.get(label.len()), None | Some(b'/')) {
                     let after = rest.get(label.len() + 1..).unwrap_or("");
-                    let found = self.descend(child, after, covered + 1 + label.len(), visit);
+                    let found =
+                        Self::descend(nodes, child, after, covered + 1 + label.len(), visit);
                     if found.is_some() {
                         return found;
                     }
@@ -177,13 +225,13 @@ impl<T> SegmentTrie<T> {
 
     /// The child of `parent` whose label starts with `segment`: children differ in
     /// their first segment. A linear scan for a few children, binary search for many.
-    fn child(&self, parent: &FlatNode<T>, segment: &[u8]) -> Option<usize> {
+    fn child(nodes: &[FlatNode<T>], parent: &FlatNode<T>, segment: &[u8]) -> Option<usize> {
         fn head<T>(node: &FlatNode<T>) -> &[u8] {
             let label = node.label.as_bytes();
             &label[..label.iter().position(|&b| b == b'/').unwrap_or(label.len())]
         }
         let first = parent.first_child as usize;
-        let children = self.nodes.get(first..first + parent.child_count as usize)?;
+        let children = nodes.get(first..first + parent.child_count as usize)?;
         if children.len() <= 8 {
             children
                 .iter()
