@@ -6,5 +6,15 @@
 //!
 //! It must never be a dependency of the shipped binary.
 //!
-//! Status: empty until the data-plane issue lands.
+//! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
+//! "Echo backend contract" of `control-lite/tests/conformance/README.md`: a JSON echo
+//! of each request in upstream `echo-basic`'s shape, `?delay=`, the `/retry/` prefix,
+//! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. The load generator
+//! and peer comparisons are still to come.
 #![forbid(unsafe_code)]
+
+pub mod echo;
+mod error;
+
+pub use echo::{EchoBackend, EchoConfig, EchoProtocol, SeenRequest};
+pub use error::Error;
