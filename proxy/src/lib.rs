@@ -1,13 +1,35 @@
 //! Culvert's data plane.
 //!
-//! This crate will own everything that touches a socket on the request path:
-//! thread-per-core workers with SO_REUSEPORT listeners, TLS termination and
-//! passthrough, HTTP/1.1, HTTP/2, gRPC and WebSocket serving, upstream pools, the
-//! config API, metrics and drain. Routing decisions are never made here: they come
-//! from `culvert_router::RouteTable`, which this crate holds in an `arc-swap`
-//! snapshot.
+//! This crate owns everything that touches a socket on the request path. Today that
+//! is a first slice:
 //!
-//! Status: the serving half arrives with the data-plane issue. Today the crate builds
-//! the `culvert` binary, whose `route` command prints the routing decision for one
-//! request (see `src/cli/route.rs`).
+//! - [`Server`] (`server/`): starts a whole data plane from a [`ServeConfig`] and
+//!   stops it. Start reading here.
+//! - [`Snapshot`] and [`SnapshotCell`] (`snapshot/`): the compiled
+//!   `culvert_router::RouteTable` plus config version and content hash, swapped in
+//!   with one `arc-swap` store; a refused config leaves the old one serving.
+//! - `worker/`: thread-per-core workers, each a tokio current-thread runtime with
+//!   its own SO_REUSEPORT listeners and upstream HTTP/1.1 keep-alive pool; they serve
+//!   HTTP/1.1 and forward with streamed bodies, and reconcile their listeners when
+//!   a snapshot changes the set.
+//! - `control/`: the config API (`PUT`/`GET /config`, `/healthz`, `/readyz`) on its
+//!   own thread, with an optional bearer token.
+//!
+//! Routing decisions are never made here: every request calls
+//! `culvert_router::RouteTable::route` on the snapshot it loaded once.
+//!
+//! Still to come: TLS (listeners and control port), HTTP/2, gRPC, WebSocket, retries,
+//! mirrors, CORS, metrics, access logs and graceful drain. The crate also builds the
+//! `culvert` binary (`src/main.rs`, commands in `src/cli/`).
 #![forbid(unsafe_code)]
+
+mod control;
+mod error;
+mod server;
+mod snapshot;
+mod worker;
+
+pub use control::MAX_CONFIG_BYTES;
+pub use error::Error;
+pub use server::{ServeConfig, Server};
+pub use snapshot::{Snapshot, SnapshotCell};

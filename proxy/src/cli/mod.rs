@@ -2,6 +2,7 @@
 
 mod conformance;
 mod route;
+mod serve;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -22,6 +23,8 @@ enum Action {
     Conformance(conformance::ConformanceArgs),
     /// Translate Gateway API manifests and print the conditions every object gets.
     Validate(validate::ValidateArgs),
+    /// Run the data plane until SIGINT or SIGTERM.
+    Serve(serve::ServeArgs),
 }
 
 impl Command {
@@ -31,6 +34,7 @@ impl Command {
             Action::Route(args) => route::run(&args).map(|out| (out, true)),
             Action::Conformance(args) => conformance::run(&args),
             Action::Validate(args) => validate::run(&args),
+            Action::Serve(args) => serve::run(&args),
         }
     }
 }

@@ -1,0 +1,310 @@
+//! The config API, served on the control address by its own thread and
+//! current-thread runtime, never by a worker.
+//!
+//! - `PUT /config`: a whole `DataPlaneConfig` JSON document (at most 16 MiB → 413;
+//!   `Content-Type` not JSON → 415; unparsable or refused by the router → 400 with
+//!   `{"error": reason}`; older than the serving version → 409 with
+//!   `{"currentVersion": N}`; applied → 200 `{"version", "hash"}`). The document is
+//!   compiled here, off the request path, then swapped in with one store; a refused
+//!   one leaves the current snapshot serving. The answer waits (bounded) until every
+//!   worker has reconciled its listeners for the new snapshot.
+//! - `GET /config`: `{"version", "hash", "ready"}`.
+//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving, else 503.
+//!
+//! With a token set, `/config` needs `Authorization: Bearer <token>` (compared in
+//! constant time) → 401 otherwise. The control port speaks plain HTTP for now (TLS is
+//! a later step), which is why a non-loopback control address needs a token or an
+//! explicit `--insecure-control`.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::LocalSet;
+
+use crate::{Error, SnapshotCell};
+
+/// Largest accepted config document.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+/// How long `PUT /config` waits for the workers to reconcile their listeners.
+const RECONCILE_WAIT: Duration = Duration::from_secs(5);
+
+/// One worker as the control thread sees it.
+pub(crate) struct WorkerLink {
+    /// Bumped after each swap.
+    pub(crate) generation: watch::Sender<u64>,
+    /// The generation the worker has reconciled.
+    pub(crate) applied: watch::Receiver<u64>,
+}
+
+/// What the control thread needs.
+pub(crate) struct Control {
+    pub(crate) cell: Arc<SnapshotCell>,
+    pub(crate) token: Option<String>,
+    pub(crate) workers: Vec<WorkerLink>,
+}
+
+/// Starts the control thread on an already bound, non-blocking `listener`; it stops
+/// when `shutdown`'s sender is dropped.
+pub(crate) fn spawn(
+    control: Control,
+    listener: std::net::TcpListener,
+    shutdown: watch::Receiver<()>,
+) -> Result<std::thread::JoinHandle<()>, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let name = "culvert-control".to_owned();
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let local = LocalSet::new();
+            local.block_on(&runtime, serve(Rc::new(control), listener, shutdown));
+        })
+        .map_err(|source| Error::Thread { name, source })
+}
+
+async fn serve(
+    control: Rc<Control>,
+    listener: std::net::TcpListener,
+    mut shutdown: watch::Receiver<()>,
+) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("culvert: control listener: {err}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _peer)) = accepted else {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                };
+                let control = Rc::clone(&control);
+                tokio::task::spawn_local(async move {
+                    let service = service_fn(move |request| {
+                        let control = Rc::clone(&control);
+                        async move { Ok::<_, std::convert::Infallible>(control.handle(request).await) }
+                    });
+                    let _ = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(Duration::from_secs(10))
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+impl Control {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path();
+        match (request.method(), path) {
+            (&Method::GET, "/healthz") => {
+                json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+            }
+            (&Method::GET, "/readyz") => {
+                if self.cell.load().is_some() {
+                    json(StatusCode::OK, &serde_json::json!({"ready": true}))
+                } else {
+                    json(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &serde_json::json!({"ready": false}),
+                    )
+                }
+            }
+            (_, "/config") => {
+                if !self.authorized(request.headers()) {
+                    let mut answer =
+                        error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+                    answer
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                    return answer;
+                }
+                match *request.method() {
+                    Method::GET => self.current(),
+                    Method::PUT => self.put_config(request).await,
+                    _ => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
+                }
+            }
+            _ => error(StatusCode::NOT_FOUND, "no such endpoint"),
+        }
+    }
+
+    fn authorized(&self, headers: &http::HeaderMap) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let offered = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
+            .unwrap_or_default();
+        constant_time_eq(offered, token.as_bytes())
+    }
+
+    fn current(&self) -> Response<Full<Bytes>> {
+        let body = match &*self.cell.load() {
+            Some(snapshot) => serde_json::json!({
+                "version": snapshot.config_version,
+                "hash": snapshot.content_hash,
+                "ready": true,
+            }),
+            None => serde_json::json!({"version": null, "hash": null, "ready": false}),
+        };
+        json(StatusCode::OK, &body)
+    }
+
+    async fn put_config(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        if !is_json(request.headers()) {
+            return error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            );
+        }
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > MAX_CONFIG_BYTES as u64) {
+            return too_large();
+        }
+        let body = match Limited::new(request.into_body(), MAX_CONFIG_BYTES)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+            Err(err) => return error(StatusCode::BAD_REQUEST, &format!("reading the body: {err}")),
+        };
+        let config: culvert_router::DataPlaneConfig = match serde_json::from_slice(&body) {
+            Ok(config) => config,
+            Err(err) => return error(StatusCode::BAD_REQUEST, &Error::ConfigJson(err).chain()),
+        };
+        match self.cell.apply(&config) {
+            Ok(snapshot) => {
+                self.notify_workers().await;
+                json(
+                    StatusCode::OK,
+                    &serde_json::json!({"version": snapshot.config_version, "hash": snapshot.content_hash}),
+                )
+            }
+            Err(Error::StaleVersion { current, .. }) => json(
+                StatusCode::CONFLICT,
+                &serde_json::json!({
+                    "error": format!("config version {} is older than the serving version {current}", config.version),
+                    "currentVersion": current,
+                }),
+            ),
+            Err(err) => error(StatusCode::BAD_REQUEST, &err.chain()),
+        }
+    }
+
+    /// Tells every worker a new snapshot is serving and waits (bounded) until each
+    /// has reconciled its listeners.
+    async fn notify_workers(&self) {
+        let mut waits = Vec::with_capacity(self.workers.len());
+        for link in &self.workers {
+            let mut generation = 0;
+            link.generation.send_modify(|current| {
+                *current += 1;
+                generation = *current;
+            });
+            waits.push((link.applied.clone(), generation));
+        }
+        let all = async {
+            for (mut applied, generation) in waits {
+                // An error means the worker is gone; nothing to wait for.
+                let _ = applied.wait_for(|done| *done >= generation).await;
+            }
+        };
+        if tokio::time::timeout(RECONCILE_WAIT, all).await.is_err() {
+            eprintln!("culvert: workers did not reconcile listeners within {RECONCILE_WAIT:?}");
+        }
+    }
+}
+
+/// Whether the `Content-Type` is `application/json` (parameters such as `charset`
+/// allowed) or another `+json` type.
+fn is_json(headers: &http::HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Compares two byte strings in time that depends only on their lengths, so a
+/// mismatch position in a token cannot be timed.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, &expected) in b.iter().enumerate() {
+        let offered = a.get(i).copied().unwrap_or(0);
+        diff |= offered ^ expected;
+    }
+    std::hint::black_box(diff) == 0
+}
+
+fn too_large() -> Response<Full<Bytes>> {
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("config larger than {MAX_CONFIG_BYTES} bytes"),
+    )
+}
+
+fn error(status: StatusCode, reason: &str) -> Response<Full<Bytes>> {
+    json(status, &serde_json::json!({ "error": reason }))
+}
+
+fn json(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Whether the control address may be used with this token setting.
+pub(crate) fn check_exposure(
+    addr: SocketAddr,
+    token: Option<&str>,
+    insecure: bool,
+) -> Result<(), Error> {
+    if addr.ip().is_loopback() || token.is_some() || insecure {
+        Ok(())
+    } else {
+        Err(Error::InsecureControl { addr })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,74 @@
+//! The one error type of the data-plane library. Each variant says what failed; the
+//! cause, when there is one, is its `#[source]`.
+
+use std::net::SocketAddr;
+
+/// What went wrong while starting the data plane or applying a config.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The config document is not valid `DataPlaneConfig` JSON.
+    #[error("config is not a valid DataPlaneConfig document")]
+    ConfigJson(#[source] serde_json::Error),
+    /// The router refused to compile the config.
+    #[error("config refused by the router")]
+    ConfigRefused(#[source] culvert_router::Error),
+    /// The config is older than the one serving.
+    #[error("config version {offered} is older than the serving version {current}")]
+    StaleVersion {
+        /// Version of the refused config.
+        offered: u64,
+        /// Version of the config serving.
+        current: u64,
+    },
+    /// The control address is reachable from other hosts but no token protects it.
+    #[error(
+        "control address {addr} is not loopback and no token is set: set --token \
+         (or CULVERT_TOKEN), or pass --insecure-control"
+    )]
+    InsecureControl {
+        /// The control address asked for.
+        addr: SocketAddr,
+    },
+    /// A listening socket could not be opened.
+    #[error("binding {addr}")]
+    Bind {
+        /// The address to bind.
+        addr: SocketAddr,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tokio runtime could not be built.
+    #[error("building a runtime")]
+    Runtime(#[source] std::io::Error),
+    /// An OS thread could not be started.
+    #[error("starting thread {name}")]
+    Thread {
+        /// Name of the thread.
+        name: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A worker thread ended before it reported that it was serving.
+    #[error("worker {index} stopped while starting")]
+    WorkerLost {
+        /// Index of the worker.
+        index: usize,
+    },
+}
+
+impl Error {
+    /// This error and its causes, joined with `: `, for answers and logs.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+}

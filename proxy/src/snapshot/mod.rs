@@ -1,0 +1,122 @@
+//! The serving snapshot: everything a request reads, compiled off the request path and
+//! swapped in with one atomic store.
+//!
+//! [`Snapshot`] pairs a compiled [`RouteTable`] with the version and content hash of
+//! the config it came from. [`SnapshotCell`] holds the current one behind `arc-swap`:
+//! a request costs one atomic load ([`SnapshotCell::load`], or
+//! [`SnapshotCell::load_full`] when the snapshot must live across an `.await`, since a
+//! load guard must never be held across one). [`SnapshotCell::apply`] compiles and
+//! swaps; a refused config leaves the current snapshot serving.
+//!
+//! This module never touches a socket; it is shared by the workers and the control
+//! thread.
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwapOption;
+use arc_swap::Guard;
+use culvert_router::{DataPlaneConfig, RouteTable, RouteTableBuilder};
+
+use crate::Error;
+
+/// One compiled config: what a request reads.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The compiled route table.
+    pub table: RouteTable,
+    /// `version` of the config.
+    pub config_version: u64,
+    /// Hex of a stable 64-bit FNV-1a hash of the config's canonical JSON (the document
+    /// re-serialized, so formatting and field order of the pushed text do not count).
+    pub content_hash: String,
+}
+
+impl Snapshot {
+    /// Compiles `config` into a snapshot. Never touches a socket.
+    pub fn compile(config: &DataPlaneConfig) -> Result<Self, Error> {
+        let table = RouteTableBuilder::new()
+            .build(config)
+            .map_err(Error::ConfigRefused)?;
+        let canonical = serde_json::to_vec(config).map_err(Error::ConfigJson)?;
+        Ok(Self {
+            table,
+            config_version: config.version,
+            content_hash: format!("{:016x}", fnv1a64(&canonical)),
+        })
+    }
+
+    /// The addresses to listen on: each listener's `(address or 0.0.0.0, port)`,
+    /// without duplicates.
+    pub fn listen_addrs(&self) -> BTreeSet<SocketAddr> {
+        self.table
+            .listeners()
+            .iter()
+            .map(|listener| {
+                let ip = listener.address.unwrap_or(Ipv4Addr::UNSPECIFIED.into());
+                SocketAddr::new(ip, listener.port)
+            })
+            .collect()
+    }
+}
+
+/// The current snapshot, if any, shared by every worker and the control thread.
+#[derive(Debug, Default)]
+pub struct SnapshotCell {
+    current: ArcSwapOption<Snapshot>,
+    /// Serializes writers so the version check and the store are one step. Writers
+    /// are off the request path; readers never take it.
+    writer: Mutex<()>,
+}
+
+impl SnapshotCell {
+    /// An empty cell: nothing is served until a config is applied.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current snapshot. Cheap; do not hold the guard across an `.await`.
+    pub fn load(&self) -> Guard<Option<Arc<Snapshot>>> {
+        self.current.load()
+    }
+
+    /// The current snapshot as an owned `Arc`, for use across `.await`s.
+    pub fn load_full(&self) -> Option<Arc<Snapshot>> {
+        self.current.load_full()
+    }
+
+    /// Compiles `config` and, unless it is older than the serving one or refused,
+    /// swaps it in. On error the current snapshot keeps serving.
+    pub fn apply(&self, config: &DataPlaneConfig) -> Result<Arc<Snapshot>, Error> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.check_version(config.version)?;
+        let snapshot = Arc::new(Snapshot::compile(config)?);
+        self.current.store(Some(Arc::clone(&snapshot)));
+        Ok(snapshot)
+    }
+
+    /// `Err(StaleVersion)` when `version` is older than the serving config's.
+    pub fn check_version(&self, version: u64) -> Result<(), Error> {
+        match &*self.current.load() {
+            Some(current) if version < current.config_version => Err(Error::StaleVersion {
+                offered: version,
+                current: current.config_version,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// 64-bit FNV-1a: tiny, stable across releases and platforms, good enough to tell two
+/// configs apart (it is not a defence against a forged document).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,236 @@
+//! Thread-per-core workers: each one an OS thread running a tokio current-thread
+//! runtime, with its own SO_REUSEPORT listening sockets, its own upstream connection
+//! pool and its own random numbers. Nothing on the request path is shared between
+//! workers except the read-only [`Snapshot`](crate::Snapshot) behind one atomic load.
+//!
+//! A worker never makes a routing decision itself (that is
+//! `culvert_router::RouteTable::route`) and never holds a snapshot guard across an
+//! `.await`. Start at [`spawn`]; request handling is in `proxy`.
+//!
+//! Listener set: the control thread bumps a per-worker `watch` generation after each
+//! swap; the worker then binds the listeners the new snapshot adds and closes the
+//! ones it removes (connections already accepted on a closed listener finish), and
+//! acknowledges the generation on its own `watch`.
+
+mod proxy;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::{JoinHandle, LocalSet};
+
+use crate::{Error, SnapshotCell};
+pub(crate) use proxy::Worker;
+
+/// How long a client may take to send a request head.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pending connections per listening socket.
+const BACKLOG: i32 = 1024;
+
+/// The channels a worker thread is driven by.
+pub(crate) struct WorkerChannels {
+    /// Bumped by the control thread after each snapshot swap.
+    pub(crate) generation: watch::Receiver<u64>,
+    /// The last generation this worker reconciled its listeners for.
+    pub(crate) applied: watch::Sender<u64>,
+    /// Closed (sender dropped) when the data plane stops.
+    pub(crate) shutdown: watch::Receiver<()>,
+}
+
+/// Starts worker `index` on its own thread. It reports on `ready` once it has bound
+/// the listeners of the current snapshot (or failed to).
+pub(crate) fn spawn(
+    index: usize,
+    cell: Arc<SnapshotCell>,
+    channels: WorkerChannels,
+    ready: mpsc::Sender<Result<(), Error>>,
+) -> Result<std::thread::JoinHandle<()>, Error> {
+    let name = format!("culvert-worker-{index}");
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || run(index, cell, channels, &ready))
+        .map_err(|source| Error::Thread { name, source })
+}
+
+fn run(
+    index: usize,
+    cell: Arc<SnapshotCell>,
+    channels: WorkerChannels,
+    ready: &mpsc::Sender<Result<(), Error>>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            // The receiver only goes away if start-up was abandoned; nothing to tell.
+            let _ = ready.send(Err(Error::Runtime(err)));
+            return;
+        }
+    };
+    let local = LocalSet::new();
+    local.block_on(&runtime, async move {
+        let WorkerChannels {
+            mut generation,
+            applied,
+            mut shutdown,
+        } = channels;
+        let worker = Rc::new(Worker::new(index, cell));
+        let mut listeners = Listeners::default();
+        let first = *generation.borrow_and_update();
+        let result = listeners.reconcile(&worker).await;
+        let started = result.is_ok();
+        let _ = ready.send(result);
+        if !started {
+            return;
+        }
+        applied.send_replace(first);
+        loop {
+            tokio::select! {
+                changed = generation.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let current = *generation.borrow_and_update();
+                    if let Err(err) = listeners.reconcile(&worker).await {
+                        eprintln!("culvert: worker {index}: {}", err.chain());
+                    }
+                    applied.send_replace(current);
+                }
+                _ = shutdown.changed() => break,
+            }
+        }
+        listeners.close_all().await;
+    });
+}
+
+/// The listening sockets of one worker, each served by one accept task.
+#[derive(Default)]
+struct Listeners {
+    open: BTreeMap<SocketAddr, (oneshot::Sender<()>, JoinHandle<()>)>,
+}
+
+impl Listeners {
+    /// Binds the listeners the current snapshot wants and closes the others. Returns
+    /// the first bind error; the other listeners are reconciled anyway.
+    async fn reconcile(&mut self, worker: &Rc<Worker>) -> Result<(), Error> {
+        let wanted = worker
+            .cell()
+            .load_full()
+            .map(|snapshot| snapshot.listen_addrs())
+            .unwrap_or_default();
+        let removed: Vec<SocketAddr> = self
+            .open
+            .keys()
+            .filter(|addr| !wanted.contains(addr))
+            .copied()
+            .collect();
+        for addr in removed {
+            if let Some((stop, task)) = self.open.remove(&addr) {
+                drop(stop);
+                // Wait until the accept task has dropped its socket, so the port is
+                // closed once the generation is acknowledged. A join error means the
+                // task is gone already, which is what we want.
+                let _ = task.await;
+            }
+        }
+        let mut first_error = None;
+        for addr in wanted {
+            if self.open.contains_key(&addr) {
+                continue;
+            }
+            match bind_reuseport(addr) {
+                Ok(listener) => {
+                    let (stop, stopped) = oneshot::channel();
+                    let task =
+                        tokio::task::spawn_local(accept_loop(Rc::clone(worker), listener, stopped));
+                    self.open.insert(addr, (stop, task));
+                }
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn close_all(&mut self) {
+        for (_, (stop, task)) in std::mem::take(&mut self.open) {
+            drop(stop);
+            let _ = task.await;
+        }
+    }
+}
+
+/// A non-blocking listening socket on `addr` with SO_REUSEADDR and SO_REUSEPORT, so
+/// every worker can bind the same address and the kernel spreads connections.
+fn bind_reuseport(addr: SocketAddr) -> Result<TcpListener, Error> {
+    let bind = |addr: SocketAddr| -> std::io::Result<TcpListener> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        #[cfg(unix)]
+        socket.set_reuse_port(true)?;
+        if addr.is_ipv6() {
+            socket.set_only_v6(true)?;
+        }
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(BACKLOG)?;
+        TcpListener::from_std(socket.into())
+    };
+    bind(addr).map_err(|source| Error::Bind { addr, source })
+}
+
+/// Accepts until `stop` fires (its sender is dropped), then drops the socket.
+/// Connections already accepted run on as their own tasks.
+async fn accept_loop(worker: Rc<Worker>, listener: TcpListener, mut stop: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let Ok(local) = stream.local_addr() else { continue };
+                    let _ = stream.set_nodelay(true);
+                    let worker = Rc::clone(&worker);
+                    tokio::task::spawn_local(serve_connection(worker, stream, peer, local));
+                }
+                Err(_) => {
+                    // Usually out of file descriptors: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+        }
+    }
+}
+
+async fn serve_connection(
+    worker: Rc<Worker>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+) {
+    let service = service_fn(move |request| {
+        let worker = Rc::clone(&worker);
+        async move { Ok::<_, std::convert::Infallible>(worker.handle(request, peer, local).await) }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+#[cfg(test)]
+mod tests;
