@@ -30,6 +30,6 @@ pub use regex::RegexLimits;
 mod table;
 
 pub use table::{
-    ListenerId, ListenerInfo, NoMatch, RequestView, RouteId, RouteInfo, RouteKind, RouteMatch,
-    RouteTable, RouteTableBuilder, TlsMatch,
+    DEFAULT_MAX_ENTRIES, ListenerId, ListenerInfo, NoMatch, RequestView, RouteId, RouteInfo,
+    RouteKind, RouteMatch, RouteTable, RouteTableBuilder, TlsMatch,
 };

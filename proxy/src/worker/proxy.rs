@@ -102,7 +102,9 @@ impl Worker {
             return local_answer(StatusCode::SERVICE_UNAVAILABLE);
         };
         let (parts, body) = request.into_parts();
-        let host = request_host(&parts.headers, &parts.uri);
+        let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
+            return local_answer(StatusCode::BAD_REQUEST);
+        };
         let query = parts.uri.query();
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return local_answer(StatusCode::BAD_REQUEST);
@@ -167,6 +169,14 @@ impl Worker {
 
         let mut headers = parts.headers;
         strip_hop_by_hop(&mut headers);
+        // The backend sees exactly the host the request was routed on (one value,
+        // the absolute-form authority when there was one), before any filter edits.
+        headers.remove(header::HOST);
+        if !host.is_empty() {
+            if let Ok(value) = HeaderValue::from_str(&host) {
+                headers.insert(header::HOST, value);
+            }
+        }
         if let Some(modifier) = &filters.request_headers {
             apply_header_modifier(modifier, &mut headers);
         }
@@ -186,11 +196,6 @@ impl Worker {
                     Some(query) => format!("{rewritten}?{query}"),
                     None => rewritten,
                 };
-            }
-        }
-        if !headers.contains_key(header::HOST) {
-            if let Ok(value) = HeaderValue::from_str(&host) {
-                headers.insert(header::HOST, value);
             }
         }
         add_forwarded_for(&mut headers, peer);
@@ -315,14 +320,28 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// `Host`, else the authority of an absolute-form target, else empty.
-fn request_host(headers: &HeaderMap, uri: &Uri) -> String {
-    headers
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| uri.authority().map(|a| a.as_str().to_owned()))
-        .unwrap_or_default()
+/// The host to route on, or `None` for a request that must be refused (400): the
+/// authority of an absolute-form target wins over `Host` (RFC 9112 §3.2.2); otherwise
+/// exactly one `Host` of visible ASCII is required, except on HTTP/1.0, where it may
+/// be absent (empty host).
+pub(super) fn request_host(headers: &HeaderMap, uri: &Uri, version: Version) -> Option<String> {
+    let mut values = headers.get_all(header::HOST).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return None;
+    }
+    if let Some(authority) = uri.authority() {
+        return Some(authority.as_str().to_owned());
+    }
+    match first {
+        Some(value) => {
+            let bytes = value.as_bytes();
+            let visible = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic());
+            visible.then(|| String::from_utf8_lossy(bytes).into_owned())
+        }
+        None if version == Version::HTTP_10 => Some(String::new()),
+        None => None,
+    }
 }
 
 /// Removes the hop-by-hop headers and every header the `Connection` header names.

@@ -13,7 +13,7 @@ mod build;
 mod conditions;
 mod host_rules;
 
-pub use build::RouteTableBuilder;
+pub use build::{DEFAULT_MAX_ENTRIES, RouteTableBuilder};
 
 use crate::config::ListenerProtocol;
 use crate::host::{HostIndex, normalize_request_host};

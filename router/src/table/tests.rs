@@ -546,3 +546,39 @@ fn rule_without_matches_matches_everything_and_exposes_its_parts() {
         );
     }
 }
+
+#[test]
+fn amplifying_configs_are_refused_before_they_allocate() {
+    let hostnames: Vec<String> = (0..100).map(|i| format!("\"h{i}.example.com\"")).collect();
+    let matches = vec!["{}"; 100].join(", ");
+    let json = format!(
+        r#"{{"version": 1, {HTTP_LISTENER}, "httpRoutes": [{{"namespace": "evil", "name": "wide", "listeners": ["http"],
+            "hostnames": [{}], "rules": [{{"matches": [{matches}]}}]}}]}}"#,
+        hostnames.join(", ")
+    );
+    let config: DataPlaneConfig = serde_json::from_str(&json).unwrap();
+    let error = RouteTableBuilder::new()
+        .max_entries(5_000)
+        .build(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("HTTPRoute evil/wide"), "{error}");
+    assert!(error.contains("10000 table entries"), "{error}");
+    assert!(
+        RouteTableBuilder::new()
+            .max_entries(10_000)
+            .build(&config)
+            .is_ok()
+    );
+}
+
+#[test]
+fn header_regexes_cannot_escape_the_whole_value_anchor() {
+    let error = build_error(&format!(
+        r#"{{"version": 1, {HTTP_LISTENER}, "httpRoutes": [{{"name": "r", "listeners": ["http"], "rules": [{{"matches": [{{"headers": [{{"type": "RegularExpression", "name": "h", "value": "x)|(?:y"}}]}}]}}]}}]}}"#
+    ));
+    assert!(
+        error.contains("regular expression \"x)|(?:y\" refused"),
+        "{error}"
+    );
+}

@@ -225,6 +225,9 @@ impl Builder<'_> {
         Ok(match kind {
             StringMatchType::Exact => ValueMatch::Exact(value.as_bytes().into()),
             StringMatchType::RegularExpression => {
+                // Parsed alone first: a pattern like `x)|(?:y` must not escape the
+                // whole-value wrapper it is compiled in.
+                check_syntax(value, at)?;
                 ValueMatch::Regex(self.regex.compile(&[value.to_owned()]).map_err(|reason| {
                     Error::Regex {
                         at: Box::new(at.clone()),

@@ -29,10 +29,24 @@ use foldhash::{HashMap, HashMapExt};
 use std::net::IpAddr;
 
 /// Compiles configs into route tables. Reusable; holds only settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RouteTableBuilder {
     regex_limits: RegexLimits,
+    max_entries: usize,
 }
+
+impl Default for RouteTableBuilder {
+    fn default() -> Self {
+        Self {
+            regex_limits: RegexLimits::default(),
+            max_entries: DEFAULT_MAX_ENTRIES,
+        }
+    }
+}
+
+/// Most (route match × listener hostname) entries one table may hold: 20 times what
+/// 100,000 two-rule routes need, and about 200 MB while building.
+pub const DEFAULT_MAX_ENTRIES: usize = 4_000_000;
 
 /// Compiles one match of a rule: config, route, rule index, match index, origin.
 type MatchCompiler<'c, M> =
@@ -49,11 +63,20 @@ struct Builder<'c> {
     pending: Vec<Vec<Pending>>,
     /// Route ranks by position in `table.routes`.
     ranks: Vec<u32>,
+    /// Table entries the config may still add (see `RouteTableBuilder::max_entries`).
+    candidates_left: usize,
 }
 impl RouteTableBuilder {
     /// A builder with default regular-expression limits.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the most (route match × listener hostname) entries a table may hold; a
+    /// config over it is refused with the route that crossed it.
+    pub fn max_entries(mut self, limit: usize) -> Self {
+        self.max_entries = limit;
+        self
     }
 
     /// Sets the regular-expression limits.
@@ -81,6 +104,7 @@ impl RouteTableBuilder {
             http_hosts: Vec::new(),
             pending: Vec::new(),
             ranks: Vec::new(),
+            candidates_left: self.max_entries,
         };
         builder.add_listeners(config)?;
         builder.rank_routes(config)?;
@@ -315,8 +339,7 @@ impl<'c> Builder<'c> {
             |r| &r.matches,
             Self::compile_http_match,
         )?;
-        self.index_matches(&listeners, &hostnames, compiled);
-        Ok(())
+        self.index_matches(&at, &listeners, &hostnames, compiled)
     }
 
     fn add_grpc_route(
@@ -344,8 +367,7 @@ impl<'c> Builder<'c> {
             |r| &r.matches,
             Self::compile_grpc_match,
         )?;
-        self.index_matches(&listeners, &hostnames, compiled);
-        Ok(())
+        self.index_matches(&at, &listeners, &hostnames, compiled)
     }
 
     /// Compiles every rule of a route and each of its matches (a rule without
@@ -435,19 +457,33 @@ impl<'c> Builder<'c> {
     /// Copies each compiled match to every host bucket the route serves.
     fn index_matches(
         &mut self,
+        at: &Origin,
         listeners: &[u32],
         hostnames: &[HostPattern],
         compiled: Vec<(u32, CompiledMatch)>,
-    ) {
+    ) -> Result<(), Error> {
         let mut compiled: Vec<(u32, CompiledMatch)> = compiled;
-        let buckets: Vec<u32> = listeners
+        let targets: Vec<(u32, Option<HostPattern>)> = listeners
             .iter()
             .flat_map(|&listener| {
                 self.effective_hosts(listener, hostnames)
                     .into_iter()
                     .map(move |host| (listener, host))
             })
-            .collect::<Vec<_>>()
+            .collect();
+        // Every match is copied to every (listener, hostname) it serves: a small
+        // config can ask for a huge product. Refuse it before allocating anything.
+        let copies = compiled.len().saturating_mul(targets.len());
+        if copies > self.candidates_left {
+            return Err(at.error(format!(
+                "{} matches on {} listener hostnames need {copies} table entries, over the table's remaining budget of {}",
+                compiled.len(),
+                targets.len(),
+                self.candidates_left
+            )));
+        }
+        self.candidates_left -= copies;
+        let buckets: Vec<u32> = targets
             .into_iter()
             .map(|(listener, host)| {
                 let next = u32::try_from(self.pending.len()).unwrap_or(u32::MAX);
@@ -483,5 +519,6 @@ impl<'c> Builder<'c> {
                 }
             }
         }
+        Ok(())
     }
 }
