@@ -25,7 +25,7 @@ use crate::rule::{
     FilterScope, Policy, Rule, compile_backends, compile_filters, compile_retry, compile_timeouts,
 };
 use crate::timestamp::parse_rfc3339;
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::net::IpAddr;
 
 /// Compiles configs into route tables. Reusable; holds only settings.
@@ -130,6 +130,7 @@ impl<'c> Builder<'c> {
     fn add_listeners(&mut self, config: &'c DataPlaneConfig) -> Result<(), Error> {
         let mut by_socket: HashMap<(Option<IpAddr>, u16), usize> = HashMap::new();
         let mut ports: HashMap<u16, Vec<Entrypoint>> = HashMap::new();
+        let mut socket_kind: HashMap<(Option<IpAddr>, u16), (bool, u32)> = HashMap::new();
         for listener in &config.listeners {
             let fail = |reason: String| Error::Listener {
                 listener: listener.name.clone(),
@@ -177,16 +178,12 @@ impl<'c> Builder<'c> {
                 )));
             }
             let is_http = listener.protocol == ListenerProtocol::Http;
-            let mixed = self
-                .table
-                .listener_info
-                .iter()
-                .filter(|other| other.address == listener.address && other.port == listener.port)
-                .find(|other| (other.protocol == ListenerProtocol::Http) != is_http);
-            if let Some(other) = mixed {
+            // First listener on each socket decides whether it is clear text or TLS.
+            let first_on_socket = *socket_kind.entry(socket).or_insert((is_http, id));
+            if first_on_socket.0 != is_http {
+                let other = &self.table.listener_info[first_on_socket.1 as usize].name;
                 return Err(fail(format!(
-                    "clear-text HTTP and TLS cannot share a port, but listener {:?} uses it",
-                    other.name
+                    "clear-text HTTP and TLS cannot share a port, but listener {other:?} uses it"
                 )));
             }
             self.table.listener_info.push(ListenerInfo {
@@ -297,13 +294,14 @@ impl<'c> Builder<'c> {
             return vec![listener_host.clone()];
         }
         let mut out: Vec<Option<HostPattern>> = Vec::new();
+        let mut seen: HashSet<HostPattern> = HashSet::with_capacity(route_hosts.len());
         for host in route_hosts {
             let effective = match listener_host {
                 None => Some(host.clone()),
                 Some(listener_host) => listener_host.intersect(host),
             };
             if let Some(effective) = effective {
-                if !out.iter().any(|seen| seen.as_ref() == Some(&effective)) {
+                if seen.insert(effective.clone()) {
                     out.push(Some(effective));
                 }
             }
