@@ -157,13 +157,7 @@ struct Ca {
 impl Ca {
     fn new(label: &str) -> Result<Self, rcgen::Error> {
         let mut params = CertificateParams::default();
-        params.distinguished_name = DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(DnType::OrganizationName, "Culvert conformance");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("Culvert conformance {label}"));
+        params.distinguished_name = conformance_name(format!("Culvert conformance {label}"));
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
@@ -650,13 +644,7 @@ fn leaf_params(
     signed: bool,
 ) -> Result<CertificateParams, rcgen::Error> {
     let mut params = CertificateParams::new(names.to_vec())?;
-    params.distinguished_name = DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::OrganizationName, "Culvert conformance");
-    params
-        .distinguished_name
-        .push(DnType::CommonName, common_name);
+    params.distinguished_name = conformance_name(common_name);
     params.is_ca = IsCa::ExplicitNoCa;
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![match usage {
@@ -665,6 +653,15 @@ fn leaf_params(
     }];
     params.use_authority_key_identifier_extension = signed;
     Ok(params)
+}
+
+/// The subject every generated certificate carries: organization "Culvert
+/// conformance" and the given common name.
+fn conformance_name(common_name: impl Into<String>) -> DistinguishedName {
+    let mut name = DistinguishedName::new();
+    name.push(DnType::OrganizationName, "Culvert conformance");
+    name.push(DnType::CommonName, common_name.into());
+    name
 }
 
 #[cfg(test)]
