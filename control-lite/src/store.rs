@@ -2,11 +2,13 @@
 //! Filled from manifest files, a Kubernetes watch, or a conformance vector; holds no
 //! opinion about what the objects mean.
 
+use crate::load::load_path;
 use crate::model::{
     ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig, GatewayConfig, GrpcRoute,
     HttpRoute, Namespace, ObjectKey, ReferenceGrant, Resource, Secret, Service, TlsRoute,
 };
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Namespace and name.
 pub type NamespacedName = (String, String);
@@ -47,6 +49,23 @@ fn key_of(namespace: Option<&String>, name: &str) -> NamespacedName {
 }
 
 impl Store {
+    /// Loads the manifests at `path` (a file or a directory) into a store. Returns
+    /// the store of every object that loaded, and one message per document that did
+    /// not (file#document and why), so a caller can refuse a partial load.
+    pub fn load(path: &Path) -> (Self, Vec<String>) {
+        let loaded = load_path(path);
+        let mut problems: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+        let mut resources = Vec::with_capacity(loaded.documents.len());
+        for document in loaded.documents {
+            let source = document.source;
+            match Resource::from_value(document.value) {
+                Ok(resource) => resources.push(resource),
+                Err(error) => problems.push(format!("{source}: {error}")),
+            }
+        }
+        (Self::from_resources(resources), problems)
+    }
+
     /// A store holding `resources`; later objects replace earlier ones of the same key.
     pub fn from_resources(resources: impl IntoIterator<Item = Resource>) -> Self {
         let mut store = Self::default();

@@ -13,6 +13,12 @@ pub enum Error {
     /// The router refused to compile the config.
     #[error("config refused by the router")]
     ConfigRefused(#[source] culvert_router::Error),
+    /// Manifests could not be loaded or translated into a config.
+    #[error("manifests refused")]
+    Source(#[source] crate::SourceError),
+    /// A certificate could not be loaded or a TLS setting is invalid.
+    #[error("tls: {0}")]
+    Tls(String),
     /// The config is older than the one serving.
     #[error("config version {offered} is older than the serving version {current}")]
     StaleVersion {

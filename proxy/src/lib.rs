@@ -23,13 +23,25 @@
 //! `culvert` binary (`src/main.rs`, commands in `src/cli/`).
 #![forbid(unsafe_code)]
 
+mod access_log;
 mod control;
 mod error;
+mod metrics;
 mod server;
 mod snapshot;
+mod source;
+mod tls;
 mod worker;
 
+pub use access_log::AccessLog;
 pub use control::MAX_CONFIG_BYTES;
 pub use error::Error;
 pub use server::{ServeConfig, Server};
 pub use snapshot::{Snapshot, SnapshotCell};
+pub use source::{ManifestSource, SourceError};
+pub use tls::{CertificateStore, TlsSettings};
+
+/// The one TLS crypto provider Culvert uses, everywhere: aws-lc-rs.
+pub fn crypto_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+}

@@ -5,6 +5,10 @@ mod cli;
 
 use clap::Parser;
 
+/// mimalloc: fast thread-local allocation suits one runtime per core.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let command = cli::Command::parse();
     match command.run() {

@@ -1,14 +1,28 @@
 //! Validity of the Secrets listeners name as certificates: a `kubernetes.io/tls`
 //! Secret whose `tls.crt` holds at least one PEM certificate and whose `tls.key`
-//! holds a PEM private key.
+//! holds a PEM private key. Checked pairs are copied inline into the data plane's
+//! config, which is self-contained.
 
 use crate::model::Secret;
 use base64::Engine as _;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
+/// A checked certificate chain and private key, as PEM text.
+pub(crate) struct TlsPair {
+    /// PEM certificate chain.
+    pub(crate) chain: String,
+    /// PEM private key.
+    pub(crate) key: String,
+}
+
 /// Why a Secret cannot serve as a listener certificate.
 pub(crate) fn check_tls_secret(secret: &Secret) -> Result<(), String> {
+    tls_pair(secret).map(drop)
+}
+
+/// The certificate chain and key of a `kubernetes.io/tls` Secret, checked.
+pub(crate) fn tls_pair(secret: &Secret) -> Result<TlsPair, String> {
     if let Some(kind) = secret.kind.as_deref() {
         if kind != "kubernetes.io/tls" {
             return Err(format!("secret type is {kind:?}, not kubernetes.io/tls"));
@@ -36,5 +50,11 @@ pub(crate) fn check_tls_secret(secret: &Secret) -> Result<(), String> {
     }
     PrivateKeyDer::from_pem_slice(&key)
         .map_err(|error| format!("tls.key holds no PEM private key: {error}"))?;
-    Ok(())
+    let text = |bytes: Vec<u8>, key: &str| {
+        String::from_utf8(bytes).map_err(|_| format!("{key} is not UTF-8 text"))
+    };
+    Ok(TlsPair {
+        chain: text(chain, "tls.crt")?,
+        key: text(key, "tls.key")?,
+    })
 }

@@ -113,7 +113,7 @@ pub fn translate(store: &Store, options: &Options) -> Translation {
         .flat_map(|c| c.privileged_prefixes.iter().cloned())
         .collect();
     conflicts::resolve(&mut routes, &gateways, &privileged);
-    let data_planes = planes::assemble(&mut routes, &mut gateways);
+    let data_planes = planes::assemble(store, &mut routes, &mut gateways);
     status::build(store, options, &classes, &gateways, &routes, data_planes)
 }
 

@@ -3,6 +3,7 @@
 
 use super::DataPlaneId;
 use super::attach::{ParentOutcome, RouteView, attach};
+use super::certificates::tls_pair;
 use super::conditions::{Verdict, reason};
 use super::gateways::GatewayState;
 use super::listeners::Transport;
@@ -11,8 +12,9 @@ use crate::model::RouteObject;
 use crate::store::{NamespacedName, Store};
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
-    BackendConfig, DataPlaneConfig, GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig,
-    HttpRuleConfig, ListenerConfig, ListenerProtocol, ListenerTlsConfig, TlsRouteConfig,
+    BackendConfig, CertificateConfig, CertificateRef, DataPlaneConfig, GrpcRouteConfig,
+    GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig, ListenerConfig, ListenerProtocol,
+    ListenerTlsConfig, TlsRouteConfig,
 };
 use culvert_router::host::HostPattern;
 use std::collections::BTreeMap;
@@ -128,6 +130,7 @@ impl Context<'_> {
 /// route alone first: a route the router refuses is reported `UnsupportedValue` and
 /// left out, so it cannot cost the routes already serving. Counts attached routes.
 pub(crate) fn assemble(
+    store: &Store,
     routes: &mut [RouteState],
     gateways: &mut [GatewayState],
 ) -> BTreeMap<DataPlaneId, DataPlaneConfig> {
@@ -152,6 +155,9 @@ pub(crate) fn assemble(
                     certificate_refs: listener.certificates.clone(),
                 }),
             });
+            if listener.transport == Transport::Https {
+                add_certificates(store, &listener.certificates, &mut config.certificates);
+            }
         }
     }
     let builder = RouteTableBuilder::new();
@@ -200,6 +206,32 @@ pub(crate) fn assemble(
         }
     }
     planes
+}
+
+/// Copies the key pairs of `refs` inline into `out`, once each. The listener's
+/// references were checked when it was accepted, so a Secret that no longer reads
+/// is simply left out (the data plane then refuses the listener's handshakes).
+fn add_certificates(store: &Store, refs: &[CertificateRef], out: &mut Vec<CertificateConfig>) {
+    for reference in refs {
+        let known = out
+            .iter()
+            .any(|c| c.namespace == reference.namespace && c.name == reference.name);
+        if known {
+            continue;
+        }
+        let key = (reference.namespace.clone(), reference.name.clone());
+        let Some(Ok(pair)) = store.secrets.get(&key).map(tls_pair) else {
+            continue;
+        };
+        out.push(CertificateConfig {
+            namespace: reference.namespace.clone(),
+            name: reference.name.clone(),
+            certificate_pem: Some(pair.chain),
+            private_key_pem: Some(pair.key),
+            certificate_file: None,
+            private_key_file: None,
+        });
+    }
 }
 
 fn push_route(config: &mut DataPlaneConfig, route: &RouteState, listeners: Vec<String>) {

@@ -1,23 +1,28 @@
-//! `culvert serve`: run the data plane until SIGINT or SIGTERM.
+//! `culvert serve`: run the data plane until SIGINT or SIGTERM, then drain.
 //!
-//! With `--config FILE` (a `DataPlaneConfig` JSON document; Gateway API manifests
-//! come later) the file is read, parsed and compiled before anything is bound, so a
-//! bad file exits non-zero with the reason. Without it, the plane waits for
-//! `PUT /config` on the control address. On a signal it stops at once and exits 0;
-//! draining in-flight requests is a later step.
+//! `--config PATH` serves either a `DataPlaneConfig` JSON document (a `.json` file
+//! whose top level has `version` and no `kind`) or Gateway API manifests (a file or a
+//! directory), translated by the embedded control plane and re-read when they change.
+//! Either is loaded and compiled before anything is bound, so a bad one exits non-zero
+//! with the reason. Without `--config`, the plane waits for `PUT /config`.
+//!
+//! On the first SIGINT/SIGTERM (or `POST /drain`) it drains: readiness goes false,
+//! listeners close, in-flight requests finish within `--drain-grace` (default 30 s),
+//! then it exits 0. A second signal exits at once.
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
-use culvert_proxy::{ServeConfig, Server};
-use culvert_router::DataPlaneConfig;
+use culvert_proxy::{ManifestSource, ServeConfig, Server};
+use culvert_router::{DataPlaneConfig, parse_duration};
 
 /// Arguments of `culvert serve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// DataPlaneConfig JSON file to serve from the start.
+    /// Gateway API manifests (file or directory), or a DataPlaneConfig JSON file.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Address of the config API.
@@ -33,10 +38,37 @@ pub(crate) struct ServeArgs {
     /// no TLS yet).
     #[arg(long)]
     insecure_control: bool,
+    /// `controllerName` of the GatewayClasses this plane serves from manifests.
+    #[arg(long, default_value = "culvert.dev/gateway-controller")]
+    controller_name: String,
+    /// Address Gateways from manifests get (`0.0.0.0` binds every address).
+    #[arg(long, default_value = "0.0.0.0")]
+    address: String,
+    /// Proxies in front of Culvert whose X-Forwarded-* and Forwarded headers are
+    /// believed.
+    #[arg(long, default_value_t = 0)]
+    trusted_hops: u32,
+    /// Fraction of successful requests written to the access log on stdout (one
+    /// JSON line each); failures are always written.
+    #[arg(long, default_value_t = 1.0)]
+    access_log_sample: f64,
+    /// Write no access log.
+    #[arg(long)]
+    no_access_log: bool,
+    /// How long in-flight requests may take to finish once draining (`30s`, `500ms`).
+    #[arg(long, default_value = "30s", value_parser = parse_grace)]
+    drain_grace: Duration,
+}
+
+fn parse_grace(text: &str) -> Result<Duration, String> {
+    parse_duration(text)
 }
 
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
-    let mut config = ServeConfig::new(args.control).with_insecure_control(args.insecure_control);
+    let mut config = ServeConfig::new(args.control)
+        .with_insecure_control(args.insecure_control)
+        .with_trusted_hops(args.trusted_hops)
+        .with_access_log((!args.no_access_log).then_some(args.access_log_sample));
     if let Some(workers) = args.workers {
         config = config.with_workers(workers);
     }
@@ -49,43 +81,102 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         config = config.with_token(token);
     }
     if let Some(path) = &args.config {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let document: DataPlaneConfig =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        config = config.with_initial(document);
+        config = match read_data_plane_config(path)? {
+            Some(document) => config.with_initial(document),
+            None => config.with_manifests(ManifestSource::new(
+                path,
+                &args.controller_name,
+                &args.address,
+            )),
+        };
     }
     let server = Server::start(config).context("starting the data plane")?;
-    eprintln!(
-        "culvert: serving; config API on http://{}",
-        server.control_addr()
-    );
-    wait_for_signal()?;
-    eprintln!("culvert: stopping");
-    server.shutdown();
-    Ok((String::new(), true))
-}
-
-/// Blocks until SIGINT or (on Unix) SIGTERM.
-fn wait_for_signal() -> anyhow::Result<()> {
+    if let Some(snapshot) = server.snapshot().load_full() {
+        let addrs: Vec<String> = snapshot
+            .listen_addrs()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        eprintln!(
+            "culvert: serving config version {} on {}",
+            snapshot.config_version,
+            addrs.join(", ")
+        );
+    }
+    eprintln!("culvert: config API on http://{}", server.control_addr());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("building the signal runtime")?;
-    runtime.block_on(async {
+    let drained = runtime.block_on(drain_on_signal(&server, args.drain_grace))?;
+    if !drained {
+        eprintln!("culvert: stopping with requests still in flight");
+    }
+    server.shutdown();
+    Ok((String::new(), true))
+}
+
+/// A `.json` file whose top level has `version` and no `kind`: a DataPlaneConfig.
+fn read_data_plane_config(path: &Path) -> anyhow::Result<Option<DataPlaneConfig>> {
+    let is_json = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("json"));
+    if !is_json || path.is_dir() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    if value.get("kind").is_some() || value.get("version").is_none() {
+        return Ok(None);
+    }
+    let document = serde_json::from_value(value)
+        .with_context(|| format!("{} is not a DataPlaneConfig", path.display()))?;
+    Ok(Some(document))
+}
+
+/// Waits for a signal or `POST /drain`, drains within `grace`, and returns whether
+/// every worker drained in time (a second signal gives up at once).
+async fn drain_on_signal(server: &Server, grace: Duration) -> anyhow::Result<bool> {
+    let mut signals = Signals::new()?;
+    tokio::select! {
+        () = signals.next() => eprintln!("culvert: signal received; draining (grace {grace:?})"),
+        () = server.drain_requested() => eprintln!("culvert: drain requested; draining (grace {grace:?})"),
+    }
+    server.start_drain();
+    tokio::select! {
+        () = server.wait_drained() => {
+            eprintln!("culvert: drained");
+            Ok(true)
+        }
+        () = tokio::time::sleep(grace) => Ok(false),
+        () = signals.next() => Ok(false),
+    }
+}
+
+/// SIGINT and (on Unix) SIGTERM as one stream.
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            #[cfg(unix)]
+            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .context("listening for SIGTERM")?,
+        })
+    }
+
+    async fn next(&mut self) {
         #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-            tokio::select! {
-                result = tokio::signal::ctrl_c() => result.context("listening for SIGINT")?,
-                _ = terminate.recv() => {}
-            }
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = self.terminate.recv() => {}
         }
         #[cfg(not(unix))]
-        tokio::signal::ctrl_c()
-            .await
-            .context("listening for Ctrl-C")?;
-        Ok(())
-    })
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -3,8 +3,7 @@
 //! non-zero when a document is malformed or a Gateway or route is not accepted, so
 //! it fits in a CI pipeline.
 
-use culvert_control_lite::load::load_path;
-use culvert_control_lite::model::{Condition, Resource};
+use culvert_control_lite::model::Condition;
 use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{FixedAddresses, Options, translate};
 use std::fmt::Write as _;
@@ -46,24 +45,13 @@ fn accepted(conditions: &[Condition]) -> bool {
 
 /// Runs the command; `Ok((report, success))`.
 pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<(String, bool)> {
-    let loaded = load_path(&args.path);
+    let (store, problems) = Store::load(&args.path);
     let mut out = String::new();
     let mut ok = true;
-    for error in &loaded.errors {
-        writeln!(out, "error: {error}")?;
+    for problem in &problems {
+        writeln!(out, "error: {problem}")?;
         ok = false;
     }
-    let mut resources = Vec::new();
-    for document in &loaded.documents {
-        match Resource::from_value(document.value.clone()) {
-            Ok(resource) => resources.push(resource),
-            Err(error) => {
-                writeln!(out, "error: {}: {error}", document.source)?;
-                ok = false;
-            }
-        }
-    }
-    let store = Store::from_resources(resources);
     let options = Options {
         controller_name: args.controller_name.clone(),
         privileged_namespace_prefixes: Vec::new(),

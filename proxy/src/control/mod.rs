@@ -9,13 +9,22 @@
 //!   one leaves the current snapshot serving. The answer waits (bounded) until every
 //!   worker has reconciled its listeners for the new snapshot.
 //! - `GET /config`: `{"version", "hash", "ready"}`.
-//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving, else 503.
+//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving and the plane
+//!   is not draining, else 503.
+//! - `POST /drain`: starts draining (202); see `Server::start_drain`.
 //!
-//! With a token set, `/config` needs `Authorization: Bearer <token>` (compared in
+//! Every [`CERTIFICATE_POLL`] the thread also checks the certificate files the
+//! serving config names and recompiles it when one has changed, and every
+//! [`SOURCE_POLL`] it checks the manifests it serves (if any) and applies their new
+//! translation, with the next version; a broken edit is reported and the running
+//! config stays.
+//!
+//! With a token set, `/config` and `/drain` need `Authorization: Bearer <token>` (compared in
 //! constant time) → 401 otherwise. The control port speaks plain HTTP for now (TLS is
 //! a later step), which is why a non-loopback control address needs a token or an
 //! explicit `--insecure-control`.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -30,13 +39,20 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::LocalSet;
 
-use crate::{Error, SnapshotCell};
+use crate::metrics::{self, ControlStats, StatsSnapshot};
+use crate::{Error, ManifestSource, SnapshotCell};
 
 /// Largest accepted config document.
 pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+/// How long `/metrics` waits for each worker's stats.
+const SCRAPE_WAIT: Duration = Duration::from_secs(1);
+/// How often the manifests of a file source are checked for changes.
+const SOURCE_POLL: Duration = Duration::from_secs(1);
+/// How often certificate files are checked for changes.
+const CERTIFICATE_POLL: Duration = Duration::from_secs(2);
 /// How long `PUT /config` waits for the workers to reconcile their listeners.
 const RECONCILE_WAIT: Duration = Duration::from_secs(5);
 
@@ -46,6 +62,8 @@ pub(crate) struct WorkerLink {
     pub(crate) generation: watch::Sender<u64>,
     /// The generation the worker has reconciled.
     pub(crate) applied: watch::Receiver<u64>,
+    /// Asks the worker for a copy of its stats.
+    pub(crate) scrape: tokio::sync::mpsc::Sender<oneshot::Sender<StatsSnapshot>>,
 }
 
 /// What the control thread needs.
@@ -53,6 +71,12 @@ pub(crate) struct Control {
     pub(crate) cell: Arc<SnapshotCell>,
     pub(crate) token: Option<String>,
     pub(crate) workers: Vec<WorkerLink>,
+    /// `true` once draining; `POST /drain` sets it.
+    pub(crate) draining: Arc<watch::Sender<bool>>,
+    /// Manifests to follow, if the plane serves a directory or file.
+    pub(crate) source: Option<RefCell<ManifestSource>>,
+    /// Config version, swaps and rejections, for `/metrics`.
+    pub(crate) stats: ControlStats,
 }
 
 /// Starts the control thread on an already bound, non-blocking `listener`; it stops
@@ -88,9 +112,15 @@ async fn serve(
             return;
         }
     };
+    let mut certificate_poll = tokio::time::interval(CERTIFICATE_POLL);
+    certificate_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut source_poll = tokio::time::interval(SOURCE_POLL);
+    source_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.changed() => break,
+            _ = certificate_poll.tick() => control.reload_certificates().await,
+            _ = source_poll.tick() => control.reload_source().await,
             accepted = listener.accept() => {
                 let Ok((stream, _peer)) = accepted else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -121,7 +151,7 @@ impl Control {
                 json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
             }
             (&Method::GET, "/readyz") => {
-                if self.cell.load().is_some() {
+                if self.cell.load().is_some() && !*self.draining.borrow() {
                     json(StatusCode::OK, &serde_json::json!({"ready": true}))
                 } else {
                     json(
@@ -130,21 +160,24 @@ impl Control {
                     )
                 }
             }
-            (_, "/config") => {
-                if !self.authorized(request.headers()) {
-                    let mut answer =
-                        error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-                    answer
-                        .headers_mut()
-                        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                    return answer;
-                }
-                match *request.method() {
-                    Method::GET => self.current(),
-                    Method::PUT => self.put_config(request).await,
-                    _ => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
-                }
+            (&Method::GET, "/metrics") => self.metrics().await,
+            (_, "/config" | "/drain") if !self.authorized(request.headers()) => {
+                let mut answer = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+                answer
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                answer
             }
+            (&Method::POST, "/drain") => {
+                self.draining.send_replace(true);
+                json(StatusCode::ACCEPTED, &serde_json::json!({"draining": true}))
+            }
+            (_, "/drain") => error(StatusCode::METHOD_NOT_ALLOWED, "use POST"),
+            (_, "/config") => match *request.method() {
+                Method::GET => self.current(),
+                Method::PUT => self.put_config(request).await,
+                _ => error(StatusCode::METHOD_NOT_ALLOWED, "use GET or PUT"),
+            },
             _ => error(StatusCode::NOT_FOUND, "no such endpoint"),
         }
     }
@@ -199,14 +232,11 @@ impl Control {
             Ok(config) => config,
             Err(err) => return error(StatusCode::BAD_REQUEST, &Error::ConfigJson(err).chain()),
         };
-        match self.cell.apply(&config) {
-            Ok(snapshot) => {
-                self.notify_workers().await;
-                json(
-                    StatusCode::OK,
-                    &serde_json::json!({"version": snapshot.config_version, "hash": snapshot.content_hash}),
-                )
-            }
+        match self.apply(&config).await {
+            Ok(snapshot) => json(
+                StatusCode::OK,
+                &serde_json::json!({"version": snapshot.config_version, "hash": snapshot.content_hash}),
+            ),
             Err(Error::StaleVersion { current, .. }) => json(
                 StatusCode::CONFLICT,
                 &serde_json::json!({
@@ -215,6 +245,107 @@ impl Control {
                 }),
             ),
             Err(err) => error(StatusCode::BAD_REQUEST, &err.chain()),
+        }
+    }
+
+    /// Every worker's stats added up, with the control thread's, as Prometheus
+    /// text. A worker that does not answer within [`SCRAPE_WAIT`] is left out.
+    async fn metrics(&self) -> Response<Full<Bytes>> {
+        let mut merged = StatsSnapshot::new();
+        for link in &self.workers {
+            let (reply, answer) = oneshot::channel();
+            if link.scrape.send(reply).await.is_err() {
+                continue;
+            }
+            if let Ok(Ok(snapshot)) = tokio::time::timeout(SCRAPE_WAIT, answer).await {
+                merged.merge(&snapshot);
+            }
+        }
+        let mut response = Response::new(Full::new(Bytes::from(metrics::encode(
+            &self.stats,
+            &merged,
+        ))));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(metrics::CONTENT_TYPE),
+        );
+        response
+    }
+
+    /// Applies `config`, counting the swap or the rejection, and tells the workers.
+    async fn apply(
+        &self,
+        config: &culvert_router::DataPlaneConfig,
+    ) -> Result<Arc<crate::Snapshot>, Error> {
+        match self.cell.apply(config) {
+            Ok(snapshot) => {
+                self.stats.config_swapped(snapshot.config_version);
+                self.notify_workers().await;
+                Ok(snapshot)
+            }
+            Err(err) => {
+                self.stats.config_rejected();
+                Err(err)
+            }
+        }
+    }
+
+    /// Applies the file source's new translation when its files changed.
+    async fn reload_source(&self) {
+        let Some(source) = &self.source else {
+            return;
+        };
+        if !source.borrow().changed() {
+            return;
+        }
+        let loaded = source.borrow_mut().load();
+        let path = source.borrow().path().display().to_string();
+        let (mut config, refusals) = match loaded {
+            Ok(loaded) => loaded,
+            Err(err) => {
+                eprintln!(
+                    "culvert: {path} changed but is refused; still serving the previous config: {err}"
+                );
+                return;
+            }
+        };
+        for refusal in &refusals {
+            eprintln!("culvert: {path}: not accepted: {refusal}");
+        }
+        config.version = self
+            .cell
+            .load()
+            .as_ref()
+            .map_or(1, |snapshot| snapshot.config_version + 1);
+        match self.apply(&config).await {
+            Ok(snapshot) => {
+                eprintln!(
+                    "culvert: {path} changed; serving version {}",
+                    snapshot.config_version
+                );
+            }
+            Err(err) => eprintln!(
+                "culvert: {path} changed but its config is refused; still serving the previous one: {}",
+                err.chain()
+            ),
+        }
+    }
+
+    /// Recompiles the serving config if a certificate file it names has changed.
+    async fn reload_certificates(&self) {
+        match self.cell.reload_changed_files() {
+            Ok(true) => {
+                eprintln!("culvert: certificate files changed; reloaded");
+                if let Some(snapshot) = self.cell.load_full() {
+                    self.stats.config_swapped(snapshot.config_version);
+                }
+                self.notify_workers().await;
+            }
+            Ok(false) => {}
+            Err(err) => eprintln!(
+                "culvert: certificate files changed but do not load; still serving the old ones: {}",
+                err.chain()
+            ),
         }
     }
 

@@ -5,10 +5,15 @@
 //! compiled before anything is bound, so a bad config fails start-up without having
 //! opened a socket.
 //!
-//! Stopping ([`Server::shutdown`], or dropping the [`Server`]) closes every listener
-//! and ends the threads at once; in-flight requests are cut. A graceful drain
-//! (stop accepting, let requests finish within a grace period) is a later step.
+//! Draining ([`Server::start_drain`], or `POST /drain` on the config API): readiness
+//! goes false, every worker closes its listeners and idle upstream connections, and
+//! client connections close once their requests in flight are answered;
+//! [`Server::wait_drained`] resolves when every worker has no connection left. The
+//! caller bounds that wait by its grace period. Stopping ([`Server::shutdown`], or
+//! dropping the [`Server`]) ends the threads at once; whatever is still in flight is
+//! cut.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, mpsc};
@@ -17,8 +22,9 @@ use culvert_router::DataPlaneConfig;
 use tokio::sync::watch;
 
 use crate::control::{self, Control, WorkerLink};
-use crate::worker::{self, WorkerChannels};
-use crate::{Error, SnapshotCell};
+use crate::metrics::ControlStats;
+use crate::worker::{self, Forwarding, WorkerChannels};
+use crate::{AccessLog, Error, ManifestSource, SnapshotCell};
 
 /// How to start a data plane.
 #[derive(Debug, Clone)]
@@ -36,6 +42,14 @@ pub struct ServeConfig {
     /// Config to serve from the start; without one, the plane waits for
     /// `PUT /config`.
     pub initial: Option<DataPlaneConfig>,
+    /// Proxies in front of this one whose forwarding headers are believed.
+    pub trusted_hops: u32,
+    /// Fraction of successful requests written to the access log (failures always
+    /// are); `None` turns the access log off.
+    pub access_log: Option<f64>,
+    /// Gateway API manifests to serve and follow; loaded before anything is bound
+    /// (a broken load fails start-up), then re-read when they change.
+    pub manifests: Option<ManifestSource>,
 }
 
 impl Default for ServeConfig {
@@ -46,6 +60,9 @@ impl Default for ServeConfig {
             token: None,
             insecure_control: false,
             initial: None,
+            trusted_hops: 0,
+            manifests: None,
+            access_log: None,
         }
     }
 }
@@ -80,6 +97,27 @@ impl ServeConfig {
         self
     }
 
+    /// Sets [`ServeConfig::trusted_hops`].
+    #[must_use]
+    pub fn with_trusted_hops(mut self, hops: u32) -> Self {
+        self.trusted_hops = hops;
+        self
+    }
+
+    /// Sets [`ServeConfig::access_log`].
+    #[must_use]
+    pub fn with_access_log(mut self, sample: Option<f64>) -> Self {
+        self.access_log = sample;
+        self
+    }
+
+    /// Sets [`ServeConfig::manifests`].
+    #[must_use]
+    pub fn with_manifests(mut self, source: ManifestSource) -> Self {
+        self.manifests = Some(source);
+        self
+    }
+
     /// Sets [`ServeConfig::initial`].
     #[must_use]
     pub fn with_initial(mut self, config: DataPlaneConfig) -> Self {
@@ -95,6 +133,10 @@ pub struct Server {
     cell: Arc<SnapshotCell>,
     /// Dropping it tells every thread to stop.
     shutdown: Option<watch::Sender<()>>,
+    /// `true` once draining.
+    draining: Arc<watch::Sender<bool>>,
+    /// One per worker: `true` once it has drained.
+    drained: Vec<watch::Receiver<bool>>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -102,7 +144,7 @@ impl Server {
     /// Checks the settings, compiles the initial config, binds the control address
     /// and every listener, and starts the threads. Returns once every worker is
     /// accepting on the initial config's listeners.
-    pub fn start(config: ServeConfig) -> Result<Self, Error> {
+    pub fn start(mut config: ServeConfig) -> Result<Self, Error> {
         control::check_exposure(
             config.control,
             config.token.as_deref(),
@@ -111,6 +153,17 @@ impl Server {
         let cell = Arc::new(SnapshotCell::new());
         if let Some(initial) = &config.initial {
             cell.apply(initial)?;
+        }
+        if let Some(source) = &mut config.manifests {
+            let (mut initial, refusals) = source.load().map_err(Error::Source)?;
+            for refusal in &refusals {
+                eprintln!(
+                    "culvert: {}: not accepted: {refusal}",
+                    source.path().display()
+                );
+            }
+            initial.version = 1;
+            cell.apply(&initial)?;
         }
         let control_listener =
             std::net::TcpListener::bind(config.control).map_err(|source| Error::Bind {
@@ -130,27 +183,46 @@ impl Server {
             .map_or(1, NonZeroUsize::get);
 
         let (shutdown, shutdown_rx) = watch::channel(());
+        let (draining, draining_rx) = watch::channel(false);
         let mut server = Self {
             control_addr,
             cell: Arc::clone(&cell),
             shutdown: Some(shutdown),
+            draining: Arc::new(draining),
+            drained: Vec::with_capacity(workers),
             threads: Vec::with_capacity(workers + 1),
         };
+        let forwarding = Forwarding {
+            trusted_hops: config.trusted_hops,
+        };
+        let access_log = Arc::new(match config.access_log {
+            Some(sample) => AccessLog::start(sample)?,
+            None => AccessLog::off(),
+        });
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut links = Vec::with_capacity(workers);
         for index in 0..workers {
             let (generation_tx, generation_rx) = watch::channel(0);
             let (applied_tx, applied_rx) = watch::channel(0);
+            let (drained_tx, drained_rx) = watch::channel(false);
+            let (scrape_tx, scrape_rx) = tokio::sync::mpsc::channel(1);
+            server.drained.push(drained_rx);
             let channels = WorkerChannels {
                 generation: generation_rx,
                 applied: applied_tx,
                 shutdown: shutdown_rx.clone(),
+                draining: draining_rx.clone(),
+                forwarding,
+                drained: drained_tx,
+                access_log: Arc::clone(&access_log),
+                scrape: scrape_rx,
             };
             let thread = worker::spawn(index, Arc::clone(&cell), channels, ready_tx.clone())?;
             server.threads.push(thread);
             links.push(WorkerLink {
                 generation: generation_tx,
                 applied: applied_rx,
+                scrape: scrape_tx,
             });
         }
         drop(ready_tx);
@@ -162,7 +234,14 @@ impl Server {
             cell,
             token: config.token,
             workers: links,
+            draining: Arc::clone(&server.draining),
+            source: config.manifests.map(RefCell::new),
+            stats: ControlStats::new(),
         };
+        control.stats.set_workers(workers);
+        if let Some(snapshot) = control.cell.load_full() {
+            control.stats.config_swapped(snapshot.config_version);
+        }
         let thread = control::spawn(control, control_listener, shutdown_rx)?;
         server.threads.push(thread);
         Ok(server)
@@ -176,6 +255,28 @@ impl Server {
     /// The snapshot cell every worker reads.
     pub fn snapshot(&self) -> &Arc<SnapshotCell> {
         &self.cell
+    }
+
+    /// Starts draining: readiness goes false and the workers stop accepting. Returns
+    /// at once; see [`Server::wait_drained`].
+    pub fn start_drain(&self) {
+        self.draining.send_replace(true);
+    }
+
+    /// Resolves once draining has started, by [`Server::start_drain`] or by
+    /// `POST /drain`.
+    pub async fn drain_requested(&self) {
+        let mut draining = self.draining.subscribe();
+        let _ = draining.wait_for(|draining| *draining).await;
+    }
+
+    /// Resolves once every worker has drained: no listener, no client connection.
+    pub async fn wait_drained(&self) {
+        for drained in &self.drained {
+            let mut drained = drained.clone();
+            // An error means the worker is gone, which is drained too.
+            let _ = drained.wait_for(|drained| *drained).await;
+        }
     }
 
     /// Stops accepting, ends every thread and waits for them.

@@ -1,8 +1,8 @@
 //! The serving snapshot: everything a request reads, compiled off the request path and
 //! swapped in with one atomic store.
 //!
-//! [`Snapshot`] pairs a compiled [`RouteTable`] with the version and content hash of
-//! the config it came from. [`SnapshotCell`] holds the current one behind `arc-swap`:
+//! [`Snapshot`] pairs a compiled [`RouteTable`] and the TLS settings of its `HTTPS`
+//! listeners with the version and content hash of the config it came from. [`SnapshotCell`] holds the current one behind `arc-swap`:
 //! a request costs one atomic load ([`SnapshotCell::load`], or
 //! [`SnapshotCell::load_full`] when the snapshot must live across an `.await`, since a
 //! load guard must never be held across one). [`SnapshotCell::apply`] compiles and
@@ -12,20 +12,28 @@
 //! thread.
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwapOption;
 use arc_swap::Guard;
-use culvert_router::{DataPlaneConfig, RouteTable, RouteTableBuilder};
+use culvert_router::config::ListenerProtocol;
+use culvert_router::{DataPlaneConfig, RouteId, RouteTable, RouteTableBuilder};
 
 use crate::Error;
+use crate::tls::{TlsSettings, listen_addr};
 
 /// One compiled config: what a request reads.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The compiled route table.
-    pub table: RouteTable,
+    /// The compiled route table (shared with the TLS certificate resolvers).
+    pub table: Arc<RouteTable>,
+    /// Server configs of the addresses that terminate TLS.
+    pub tls: TlsSettings,
+    /// The config this snapshot was compiled from.
+    pub config: Arc<DataPlaneConfig>,
+    /// `namespace/name` of each route, by `RouteId`: the metrics and log label.
+    route_labels: Vec<Arc<str>>,
     /// `version` of the config.
     pub config_version: u64,
     /// Hex of a stable 64-bit FNV-1a hash of the config's canonical JSON (the document
@@ -36,27 +44,42 @@ pub struct Snapshot {
 impl Snapshot {
     /// Compiles `config` into a snapshot. Never touches a socket.
     pub fn compile(config: &DataPlaneConfig) -> Result<Self, Error> {
-        let table = RouteTableBuilder::new()
-            .build(config)
-            .map_err(Error::ConfigRefused)?;
+        let table = Arc::new(
+            RouteTableBuilder::new()
+                .build(config)
+                .map_err(Error::ConfigRefused)?,
+        );
+        let tls = TlsSettings::build(config, &table)?;
+        let route_labels = (0u32..)
+            .map_while(|id| table.route_info(RouteId(id)))
+            .map(|info| Arc::from(format!("{}/{}", info.namespace, info.name)))
+            .collect();
         let canonical = serde_json::to_vec(config).map_err(Error::ConfigJson)?;
         Ok(Self {
             table,
+            tls,
+            config: Arc::new(config.clone()),
+            route_labels,
             config_version: config.version,
             content_hash: format!("{:016x}", fnv1a64(&canonical)),
         })
     }
 
-    /// The addresses to listen on: each listener's `(address or 0.0.0.0, port)`,
-    /// without duplicates.
+    /// The metrics and access-log label of a route: `namespace/name`.
+    pub fn route_label(&self, id: RouteId) -> Option<Arc<str>> {
+        self.route_labels.get(id.0 as usize).cloned()
+    }
+
+    /// The addresses to listen on: each `HTTP` or `HTTPS` listener's `(address or
+    /// 0.0.0.0, port)`, without duplicates. Addresses with only `TLS` (passthrough)
+    /// listeners are not bound: passthrough is not served yet, and terminating TLS
+    /// meant for a backend would be wrong.
     pub fn listen_addrs(&self) -> BTreeSet<SocketAddr> {
         self.table
             .listeners()
             .iter()
-            .map(|listener| {
-                let ip = listener.address.unwrap_or(Ipv4Addr::UNSPECIFIED.into());
-                SocketAddr::new(ip, listener.port)
-            })
+            .filter(|listener| listener.protocol != ListenerProtocol::Tls)
+            .map(|listener| listen_addr(listener.address, listener.port))
             .collect()
     }
 }
@@ -94,6 +117,22 @@ impl SnapshotCell {
         let snapshot = Arc::new(Snapshot::compile(config)?);
         self.current.store(Some(Arc::clone(&snapshot)));
         Ok(snapshot)
+    }
+
+    /// Recompiles the serving config when a certificate file it names has changed,
+    /// so renewed certificates are served without a push. Returns whether it swapped;
+    /// a file that no longer loads is the error, and the current snapshot stays.
+    pub fn reload_changed_files(&self) -> Result<bool, Error> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(current) = self.current.load_full() else {
+            return Ok(false);
+        };
+        if !current.tls.store().files_changed() {
+            return Ok(false);
+        }
+        let snapshot = Arc::new(Snapshot::compile(&current.config)?);
+        self.current.store(Some(snapshot));
+        Ok(true)
     }
 
     /// `Err(StaleVersion)` when `version` is older than the serving config's.

@@ -12,7 +12,11 @@
 //! ones it removes (connections already accepted on a closed listener finish), and
 //! acknowledges the generation on its own `watch`.
 
+mod connection;
+mod headers;
 mod proxy;
+mod record;
+mod upstream;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -20,19 +24,17 @@ use std::rc::Rc;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, LocalSet};
 
+use crate::access_log::AccessLog;
+use crate::metrics::StatsSnapshot;
 use crate::{Error, SnapshotCell};
+pub(crate) use headers::Forwarding;
 pub(crate) use proxy::Worker;
 
-/// How long a client may take to send a request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pending connections per listening socket.
 const BACKLOG: i32 = 1024;
 
@@ -44,6 +46,17 @@ pub(crate) struct WorkerChannels {
     pub(crate) applied: watch::Sender<u64>,
     /// Closed (sender dropped) when the data plane stops.
     pub(crate) shutdown: watch::Receiver<()>,
+    /// Turns `true` when the data plane drains: stop accepting, finish what is in
+    /// flight.
+    pub(crate) draining: watch::Receiver<bool>,
+    /// How forwarding headers are written.
+    pub(crate) forwarding: Forwarding,
+    /// Set to `true` once draining and every client connection has closed.
+    pub(crate) drained: watch::Sender<bool>,
+    /// Where request lines go.
+    pub(crate) access_log: Arc<AccessLog>,
+    /// Scrape requests from the control thread, answered with a copy of the stats.
+    pub(crate) scrape: tokio::sync::mpsc::Receiver<oneshot::Sender<StatsSnapshot>>,
 }
 
 /// Starts worker `index` on its own thread. It reports on `ready` once it has bound
@@ -84,8 +97,19 @@ fn run(
             mut generation,
             applied,
             mut shutdown,
+            mut draining,
+            forwarding,
+            drained,
+            access_log,
+            mut scrape,
         } = channels;
-        let worker = Rc::new(Worker::new(index, cell));
+        let worker = Rc::new(Worker::new(
+            index,
+            cell,
+            draining.clone(),
+            forwarding,
+            access_log,
+        ));
         let mut listeners = Listeners::default();
         let first = *generation.borrow_and_update();
         let result = listeners.reconcile(&worker).await;
@@ -95,9 +119,11 @@ fn run(
             return;
         }
         applied.send_replace(first);
+        let mut drain_started = false;
+        let mut drain_reported = false;
         loop {
             tokio::select! {
-                changed = generation.changed() => {
+                changed = generation.changed(), if !drain_started => {
                     if changed.is_err() {
                         break;
                     }
@@ -108,6 +134,20 @@ fn run(
                     applied.send_replace(current);
                 }
                 _ = shutdown.changed() => break,
+                Some(reply) = scrape.recv() => {
+                    let _ = reply.send(worker.stats().snapshot());
+                }
+                _ = draining.wait_for(|draining| *draining), if !drain_started => {
+                    // Stop accepting; connections finish on their own (each one
+                    // watches `draining` too).
+                    drain_started = true;
+                    listeners.close_all().await;
+                    worker.upstreams().close_idle();
+                }
+                () = worker.all_connections_closed(), if drain_started && !drain_reported => {
+                    drain_reported = true;
+                    drained.send_replace(true);
+                }
             }
         }
         listeners.close_all().await;
@@ -152,8 +192,12 @@ impl Listeners {
             match bind_reuseport(addr) {
                 Ok(listener) => {
                     let (stop, stopped) = oneshot::channel();
-                    let task =
-                        tokio::task::spawn_local(accept_loop(Rc::clone(worker), listener, stopped));
+                    let task = tokio::task::spawn_local(accept_loop(
+                        Rc::clone(worker),
+                        listener,
+                        addr,
+                        stopped,
+                    ));
                     self.open.insert(addr, (stop, task));
                 }
                 Err(err) => {
@@ -193,17 +237,22 @@ fn bind_reuseport(addr: SocketAddr) -> Result<TcpListener, Error> {
 
 /// Accepts until `stop` fires (its sender is dropped), then drops the socket.
 /// Connections already accepted run on as their own tasks.
-async fn accept_loop(worker: Rc<Worker>, listener: TcpListener, mut stop: oneshot::Receiver<()>) {
+async fn accept_loop(
+    worker: Rc<Worker>,
+    listener: TcpListener,
+    bound: SocketAddr,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let stats = worker.stats().listener(&bound.to_string());
     loop {
         tokio::select! {
             biased;
             _ = &mut stop => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let Ok(local) = stream.local_addr() else { continue };
-                    let _ = stream.set_nodelay(true);
                     let worker = Rc::clone(&worker);
-                    tokio::task::spawn_local(serve_connection(worker, stream, peer, local));
+                    let open = stats.connection_opened();
+                    tokio::task::spawn_local(connection::serve(worker, stream, peer, bound, open));
                 }
                 Err(_) => {
                     // Usually out of file descriptors: back off instead of spinning.
@@ -212,24 +261,6 @@ async fn accept_loop(worker: Rc<Worker>, listener: TcpListener, mut stop: onesho
             },
         }
     }
-}
-
-async fn serve_connection(
-    worker: Rc<Worker>,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
-) {
-    let service = service_fn(move |request| {
-        let worker = Rc::clone(&worker);
-        async move { Ok::<_, std::convert::Infallible>(worker.handle(request, peer, local).await) }
-    });
-    let _ = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
 }
 
 #[cfg(test)]

@@ -1,86 +1,160 @@
 //! One request through a worker: route it on the snapshot it loaded, answer locally
-//! (404, redirect, 500/503 for unusable backends) or forward it over HTTP/1.1 to one
-//! endpoint of the chosen backend, streaming both bodies.
+//! (404, 421, redirect, CORS preflight, 500/503 for unusable backends) or forward it
+//! to one endpoint of a chosen backend, with retries and mirrors, streaming both
+//! bodies. WebSocket upgrades are tunnelled once the backend answers 101.
 //!
-//! Failures are classified: client (400 bad path, 404 no route), internal (500 no
-//! backend with weight or invalid reference), upstream (502 unreachable, 503 no
-//! endpoints, 504 timeout). Nothing is recorded globally yet; metrics come later.
+//! Failures are classified: client (400 bad request, 404 no route, 421 misdirected),
+//! internal (500 no backend with weight or invalid reference), upstream (502
+//! unreachable or broken, 503 no endpoints, 504 timeout).
 //!
-//! Rule timeouts bound the time until the upstream's response head arrives (the
-//! shorter of `request` and `backendRequest`); body streaming is not timed yet, and
-//! retries, mirrors and CORS are not applied yet.
+//! Timeouts: `backendRequest` bounds each attempt until the response head arrives;
+//! `request` bounds all attempts together, backoffs included. A request body is
+//! buffered (up to [`MAX_REPLAY_BODY`], and only when its size is known to fit) when
+//! the rule retries or mirrors, because a streamed body can be sent only once; a
+//! larger body is streamed and then neither retried nor mirrored.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use culvert_router::RequestView;
+use culvert_router::config::{AppProtocol, Unavailable};
 use culvert_router::outcome::{
-    RedirectRequest, apply_header_modifier, redirect_location, rewrite_path,
+    RedirectRequest, apply_header_modifier, is_preflight, preflight_response, redirect_location,
+    response_headers as cors_response_headers, rewrite_path,
 };
 use culvert_router::path::normalize_path;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::{Request, Response, StatusCode, Uri, Version};
-use http_body_util::{Either, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::{self, SendRequest};
+use culvert_router::rule::{Backend, Filters, Mirror, Retry};
+use culvert_router::{RequestView, RouteKind};
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::{Body, Incoming};
+use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
 
+use super::connection::ConnectionInfo;
+use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
+use super::record::{CountedBody, Record, RecordedBody, Sink};
+use super::upstream::{Protocol, RequestBody, UpstreamError, Upstreams};
 use crate::SnapshotCell;
+use crate::access_log::AccessLog;
+use crate::metrics::{BackendFailure, WorkerStats};
+use crate::tls::listener_for;
 
 /// Body of every answer: the upstream's, streamed, or a small local one.
 pub(crate) type ProxyBody = Either<Incoming, Full<Bytes>>;
 
-/// Idle connections kept per endpoint and worker.
-const MAX_IDLE_PER_ENDPOINT: usize = 32;
-/// Longest wait for a TCP connection to an endpoint when no rule timeout is shorter.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Headers that describe one hop, never forwarded in either direction.
-const HOP_BY_HOP: [HeaderName; 7] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
-];
+/// Largest request body kept in memory so it can be retried or mirrored.
+pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;
 
 /// The state of one worker, shared by its tasks (never by other threads).
 pub(crate) struct Worker {
     cell: Arc<SnapshotCell>,
-    /// Idle upstream connections by endpoint. Single-threaded, so a `RefCell` is
-    /// enough; a borrow is never held across an `.await`.
-    pool: RefCell<HashMap<SocketAddr, Vec<SendRequest<Incoming>>>>,
+    /// Metrics and the access log, where finished requests go.
+    sink: Rc<Sink>,
+    upstreams: Rc<Upstreams>,
     rng: Cell<u64>,
+    draining: watch::Receiver<bool>,
+    forwarding: Forwarding,
+    /// Client connections open on this worker; drain waits for 0.
+    connections: Cell<usize>,
+    all_closed: Notify,
 }
 
-/// Why forwarding failed.
-enum ForwardError {
-    /// Connecting or talking to the endpoint failed: 502.
-    Upstream,
+/// Counts one client connection for as long as it lives.
+pub(crate) struct ConnectionGuard(Rc<Worker>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        let open = self.0.connections.get().saturating_sub(1);
+        self.0.connections.set(open);
+        if open == 0 {
+            self.0.all_closed.notify_waiters();
+        }
+    }
+}
+
+/// The upstream request, minus its body, so an attempt can be rebuilt.
+struct UpstreamHead {
+    method: Method,
+    /// Origin-form target (path and query).
+    target: String,
+    /// Authority for HTTP/2 upstreams.
+    host: String,
+    headers: HeaderMap,
+}
+
+/// How an attempt ended without a response.
+enum Failure {
+    Upstream(UpstreamError),
+    Timeout,
 }
 
 impl Worker {
-    pub(crate) fn new(index: usize, cell: Arc<SnapshotCell>) -> Self {
+    pub(crate) fn new(
+        index: usize,
+        cell: Arc<SnapshotCell>,
+        draining: watch::Receiver<bool>,
+        forwarding: Forwarding,
+        log: Arc<AccessLog>,
+    ) -> Self {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_nanos() as u64);
         Self {
             cell,
-            pool: RefCell::new(HashMap::new()),
+            sink: Rc::new(Sink {
+                worker: index,
+                stats: Rc::new(WorkerStats::new()),
+                log,
+            }),
+            upstreams: Rc::new(Upstreams::default()),
             rng: Cell::new(now ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            draining,
+            forwarding,
+            connections: Cell::new(0),
+            all_closed: Notify::new(),
+        }
+    }
+
+    /// Counts a new client connection until the guard drops.
+    pub(crate) fn open_connection(self: &Rc<Self>) -> ConnectionGuard {
+        self.connections.set(self.connections.get() + 1);
+        ConnectionGuard(Rc::clone(self))
+    }
+
+    /// Waits until no client connection is open on this worker.
+    pub(crate) async fn all_connections_closed(&self) {
+        loop {
+            let notified = self.all_closed.notified();
+            if self.connections.get() == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 
     pub(crate) fn cell(&self) -> &SnapshotCell {
         &self.cell
+    }
+
+    /// A receiver that turns `true` when the worker starts draining.
+    pub(crate) fn draining(&self) -> watch::Receiver<bool> {
+        self.draining.clone()
+    }
+
+    pub(crate) fn upstreams(&self) -> &Upstreams {
+        &self.upstreams
+    }
+
+    /// This worker's metrics.
+    pub(crate) fn stats(&self) -> &WorkerStats {
+        &self.sink.stats
     }
 
     /// The next number of a splitmix64 sequence: cheap, uniform, not cryptographic.
@@ -90,21 +164,54 @@ impl Worker {
         splitmix64(state)
     }
 
-    /// Answers one request.
+    /// Answers one request, recording it for metrics and the access log when its
+    /// response body ends.
     pub(crate) async fn handle(
         self: &Rc<Self>,
         request: Request<Incoming>,
-        peer: SocketAddr,
-        local: SocketAddr,
+        info: &ConnectionInfo,
+    ) -> Response<RecordedBody> {
+        let client = self.forwarding.client(request.headers(), info.peer);
+        let target = request
+            .uri()
+            .path_and_query()
+            .map_or_else(|| "/".to_owned(), |target| target.as_str().to_owned());
+        let mut record = Record::start(
+            &self.sink.stats,
+            request.method().clone(),
+            target,
+            request.version(),
+            client,
+        );
+        let response = self.respond(request, info, &mut record).await;
+        let (parts, body) = response.into_parts();
+        let body = RecordedBody::new(
+            body,
+            record,
+            parts.status,
+            Rc::clone(&self.sink),
+            self.next_random(),
+        );
+        Response::from_parts(parts, body)
+    }
+
+    async fn respond(
+        self: &Rc<Self>,
+        mut request: Request<Incoming>,
+        info: &ConnectionInfo,
+        record: &mut Record,
     ) -> Response<ProxyBody> {
         // One load per request; the `Arc` (not a guard) lives across the awaits below.
         let Some(snapshot) = self.cell.load_full() else {
             return local_answer(StatusCode::SERVICE_UNAVAILABLE);
         };
+        let upgrade = upgrade_protocol(request.headers(), request.version());
+        let client_upgrade = upgrade.is_some().then(|| hyper::upgrade::on(&mut request));
         let (parts, body) = request.into_parts();
         let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
             return local_answer(StatusCode::BAD_REQUEST);
         };
+        record.host.clone_from(&host);
         let query = parts.uri.query();
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return local_answer(StatusCode::BAD_REQUEST);
@@ -113,9 +220,9 @@ impl Worker {
             Some(query) => format!("{path}?{query}"),
             None => path.to_string(),
         };
-        let local_ip = (!local.ip().is_unspecified()).then_some(local.ip());
+        let local_ip = (!info.bound.ip().is_unspecified()).then_some(info.local.ip());
         let view = RequestView {
-            port: local.port(),
+            port: info.local.port(),
             local_ip,
             host: &host,
             path: &target,
@@ -125,16 +232,34 @@ impl Worker {
         let Ok(found) = snapshot.table.route(&view) else {
             return local_answer(StatusCode::NOT_FOUND);
         };
+        record.route = snapshot.route_label(found.route);
+        // A connection whose SNI chose another listener than this request's Host
+        // must not be reused for it (RFC 9110 §15.5.20).
+        if let Some(Some(sni)) = &info.tls {
+            let by_sni = listener_for(&snapshot.table, info.bound, sni);
+            if by_sni.is_some_and(|listener| listener != found.listener) {
+                return local_answer(StatusCode::MISDIRECTED_REQUEST);
+            }
+        }
         let rule = found.rule;
         let filters = rule.filters();
         let prefix_len = found.matched_prefix_len.unwrap_or(0);
+        if let Some(cors) = &filters.cors {
+            if is_preflight(&parts.method, &parts.headers) {
+                let mut answer = local_answer(StatusCode::NO_CONTENT);
+                answer
+                    .headers_mut()
+                    .extend(preflight_response(cors, &parts.headers));
+                return answer;
+            }
+        }
         if let Some(redirect) = &filters.redirect {
             let location = redirect_location(
                 redirect,
                 &RedirectRequest {
-                    scheme: "http",
+                    scheme: info.scheme(),
                     host: &host,
-                    listener_port: local.port(),
+                    listener_port: info.local.port(),
                     path: &path,
                     query,
                     matched_prefix_len: prefix_len,
@@ -147,25 +272,10 @@ impl Worker {
             }
             return answer;
         }
-        let Some(backend) = rule.backends().pick(self.next_random()) else {
-            return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
-        };
-        if let Some(status) = backend.failure_status() {
-            return local_answer(
-                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            );
-        }
-        let count = backend.endpoints.len() as u64;
-        let pick = if count == 0 {
-            None
-        } else {
-            usize::try_from(self.next_random() % count)
-                .ok()
-                .and_then(|i| backend.endpoints.get(i))
-        };
-        let Some(&endpoint) = pick else {
-            return local_answer(StatusCode::SERVICE_UNAVAILABLE);
-        };
+        let cors_headers = filters
+            .cors
+            .as_ref()
+            .map(|cors| cors_response_headers(cors, &parts.headers));
 
         let mut headers = parts.headers;
         strip_hop_by_hop(&mut headers);
@@ -178,9 +288,6 @@ impl Worker {
             }
         }
         if let Some(modifier) = &filters.request_headers {
-            apply_header_modifier(modifier, &mut headers);
-        }
-        if let Some(modifier) = &backend.request_headers {
             apply_header_modifier(modifier, &mut headers);
         }
         let mut upstream_target = target;
@@ -198,119 +305,331 @@ impl Worker {
                 };
             }
         }
-        add_forwarded_for(&mut headers, peer);
-        headers.insert(
-            HeaderName::from_static("x-forwarded-proto"),
-            HeaderValue::from_static("http"),
+        self.forwarding.apply(
+            &mut headers,
+            &Hop {
+                peer: info.peer,
+                scheme: info.scheme(),
+                host: &host,
+            },
         );
-        let Ok(uri) = upstream_target.parse::<Uri>() else {
-            return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
+        let upstream_host = headers
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or(&host)
+            .to_owned();
+        let head = UpstreamHead {
+            method: parts.method,
+            target: upstream_target,
+            host: upstream_host,
+            headers,
         };
-        let mut upstream = Request::new(body);
-        *upstream.method_mut() = parts.method;
-        *upstream.uri_mut() = uri;
-        *upstream.version_mut() = Version::HTTP_11;
-        *upstream.headers_mut() = headers;
+        let grpc = snapshot
+            .table
+            .route_info(found.route)
+            .is_some_and(|route| route.kind == RouteKind::Grpc);
 
-        let timeouts = rule.timeouts();
-        let limit = match (timeouts.request, timeouts.backend_request) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let forwarded = match limit {
-            Some(limit) => {
-                match tokio::time::timeout(limit, self.forward(endpoint, upstream)).await {
-                    Ok(result) => result,
-                    Err(_) => return local_answer(StatusCode::GATEWAY_TIMEOUT),
-                }
+        let mut response = match (upgrade, client_upgrade) {
+            (Some(protocol), Some(client_upgrade)) => {
+                let backend = rule.backends().pick(self.next_random());
+                self.forward_upgrade(backend, head, protocol, client_upgrade, record)
+                    .await
             }
-            None => self.forward(endpoint, upstream).await,
+            _ => {
+                let body = CountedBody::new(body, Rc::clone(&record.request_bytes));
+                let replay = rule.retry().is_some() || !filters.mirrors.is_empty();
+                let body = if replay {
+                    buffer_body(body).await
+                } else {
+                    Ok(Either::Left(body))
+                };
+                let Ok(body) = body else {
+                    return local_answer(StatusCode::BAD_REQUEST);
+                };
+                if let Either::Right(copy) = &body {
+                    self.send_mirrors(filters, &head, copy, grpc);
+                }
+                self.forward_with_retries(rule, head, body, grpc, record)
+                    .await
+            }
         };
-        let response = match forwarded {
-            Ok(response) => response,
-            Err(ForwardError::Upstream) => return local_answer(StatusCode::BAD_GATEWAY),
-        };
-        let (mut parts, body) = response.into_parts();
-        strip_hop_by_hop(&mut parts.headers);
+        if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+            strip_hop_by_hop(response.headers_mut());
+        }
         if let Some(modifier) = &filters.response_headers {
-            apply_header_modifier(modifier, &mut parts.headers);
+            apply_header_modifier(modifier, response.headers_mut());
         }
-        if let Some(modifier) = &backend.response_headers {
-            apply_header_modifier(modifier, &mut parts.headers);
+        if let Some(cors_headers) = cors_headers {
+            response.headers_mut().extend(cors_headers);
         }
-        Response::from_parts(parts, Either::Left(body))
+        response
     }
 
-    /// Sends `request` to `endpoint` on an idle pooled connection, or a new one. A
-    /// pooled connection that turns out closed before the request was written is
-    /// replaced once; after that the request body is spent and the answer is 502.
-    async fn forward(
+    /// Sends the request to a picked backend, retrying per the rule's policy.
+    async fn forward_with_retries(
         self: &Rc<Self>,
-        endpoint: SocketAddr,
-        mut request: Request<Incoming>,
-    ) -> Result<Response<Incoming>, ForwardError> {
-        if let Some(mut sender) = self.take_idle(endpoint) {
-            match sender.try_send_request(request).await {
-                Ok(response) => {
-                    self.recycle(endpoint, sender);
-                    return Ok(response);
-                }
-                Err(mut err) => match err.take_message() {
-                    Some(unsent) => request = unsent,
-                    None => return Err(ForwardError::Upstream),
+        rule: &culvert_router::rule::Rule,
+        head: UpstreamHead,
+        body: RequestBody,
+        grpc: bool,
+        record: &mut Record,
+    ) -> Response<ProxyBody> {
+        let timeouts = rule.timeouts();
+        let deadline = timeouts.request.map(|limit| Instant::now() + limit);
+        let retry = match &body {
+            Either::Right(_) => rule.retry(),
+            // A streamed body can be sent once only.
+            Either::Left(_) => None,
+        };
+        let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
+        let mut body = Some(body);
+        for attempt in 1..=attempts {
+            let last = attempt == attempts;
+            let Some(backend) = rule.backends().pick(self.next_random()) else {
+                return failed(record, BackendFailure::InvalidBackend);
+            };
+            let endpoint = match pick_endpoint(backend, self.next_random()) {
+                Ok(endpoint) => endpoint,
+                Err(failure) => return failed(record, failure),
+            };
+            record.upstream = Some(endpoint);
+            record.attempts = attempt;
+            let attempt_body = match (&body, last) {
+                (Some(Either::Right(copy)), false) => Either::Right(copy.clone()),
+                _ => match body.take() {
+                    Some(body) => body,
+                    None => return failed(record, BackendFailure::Protocol),
                 },
-            }
-        }
-        let mut sender = connect(endpoint).await?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|_| ForwardError::Upstream)?;
-        self.recycle(endpoint, sender);
-        Ok(response)
-    }
-
-    fn take_idle(&self, endpoint: SocketAddr) -> Option<SendRequest<Incoming>> {
-        let mut pool = self.pool.borrow_mut();
-        let idle = pool.get_mut(&endpoint)?;
-        while let Some(sender) = idle.pop() {
-            if sender.is_ready() && !sender.is_closed() {
-                return Some(sender);
-            }
-        }
-        None
-    }
-
-    /// Returns `sender` to the pool once its response has been read to the end.
-    fn recycle(self: &Rc<Self>, endpoint: SocketAddr, mut sender: SendRequest<Incoming>) {
-        let worker = Rc::clone(self);
-        tokio::task::spawn_local(async move {
-            if sender.ready().await.is_ok() {
-                let mut pool = worker.pool.borrow_mut();
-                let idle = pool.entry(endpoint).or_default();
-                if idle.len() < MAX_IDLE_PER_ENDPOINT {
-                    idle.push(sender);
+            };
+            let request = build_request(&head, backend, attempt_body, protocol_of(backend, grpc));
+            let limit = shortest(
+                timeouts.backend_request,
+                deadline.map(|d| d - Instant::now()),
+            );
+            let sent = self
+                .upstreams
+                .send(endpoint, protocol_of(backend, grpc), request);
+            let outcome = match limit {
+                Some(limit) => match tokio::time::timeout(limit, sent).await {
+                    Ok(result) => result.map_err(Failure::Upstream),
+                    Err(_) => Err(Failure::Timeout),
+                },
+                None => sent.await.map_err(Failure::Upstream),
+            };
+            let retryable = match &outcome {
+                Ok(response) => {
+                    retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
                 }
+                Err(Failure::Upstream(_)) => retry.is_some(),
+                Err(Failure::Timeout) => false,
+            };
+            if !last && retryable && wait_backoff(retry, deadline).await {
+                continue;
+            }
+            return match outcome {
+                Ok(response) => backend_response(response, backend),
+                Err(Failure::Timeout) => failed(record, BackendFailure::Timeout),
+                Err(Failure::Upstream(UpstreamError::Connect)) => {
+                    failed(record, BackendFailure::Connect)
+                }
+                Err(Failure::Upstream(UpstreamError::Protocol)) => {
+                    failed(record, BackendFailure::Protocol)
+                }
+            };
+        }
+        failed(record, BackendFailure::Protocol)
+    }
+
+    /// Sends an upgrade request on a fresh connection and, when the backend answers
+    /// 101, splices the two upgraded connections together.
+    async fn forward_upgrade(
+        self: &Rc<Self>,
+        backend: Option<&Backend>,
+        mut head: UpstreamHead,
+        protocol: HeaderValue,
+        client_upgrade: OnUpgrade,
+        record: &mut Record,
+    ) -> Response<ProxyBody> {
+        let Some(backend) = backend else {
+            return failed(record, BackendFailure::InvalidBackend);
+        };
+        let endpoint = match pick_endpoint(backend, self.next_random()) {
+            Ok(endpoint) => endpoint,
+            Err(failure) => return failed(record, failure),
+        };
+        record.upstream = Some(endpoint);
+        record.attempts = 1;
+        head.headers.insert(header::UPGRADE, protocol);
+        head.headers
+            .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        let request = build_request(
+            &head,
+            backend,
+            Either::Right(Full::new(Bytes::new())),
+            Protocol::Http1,
+        );
+        let mut response = match Upstreams::send_upgrade(endpoint, request).await {
+            Ok(response) => response,
+            Err(UpstreamError::Connect) => return failed(record, BackendFailure::Connect),
+            Err(UpstreamError::Protocol) => return failed(record, BackendFailure::Protocol),
+        };
+        if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+            let server_upgrade = hyper::upgrade::on(&mut response);
+            tokio::task::spawn_local(async move {
+                let (Ok(client), Ok(server)) = (client_upgrade.await, server_upgrade.await) else {
+                    return;
+                };
+                let mut client = TokioIo::new(client);
+                let mut server = TokioIo::new(server);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+        backend_response(response, backend)
+    }
+
+    /// Fires each sampled mirror with a copy of the request; their answers are
+    /// dropped, and nothing they do reaches the real request.
+    fn send_mirrors(
+        self: &Rc<Self>,
+        filters: &Filters,
+        head: &UpstreamHead,
+        body: &Full<Bytes>,
+        grpc: bool,
+    ) {
+        for mirror in &filters.mirrors {
+            if !mirror.sample(self.next_random()) {
+                continue;
+            }
+            self.send_mirror(mirror, head, body.clone(), grpc);
+        }
+    }
+
+    fn send_mirror(
+        self: &Rc<Self>,
+        mirror: &Mirror,
+        head: &UpstreamHead,
+        body: Full<Bytes>,
+        grpc: bool,
+    ) {
+        let backend = &mirror.backend;
+        let Ok(endpoint) = pick_endpoint(backend, self.next_random()) else {
+            return;
+        };
+        let protocol = protocol_of(backend, grpc);
+        let request = build_request(head, backend, Either::Right(body), protocol);
+        let upstreams = Rc::clone(&self.upstreams);
+        tokio::task::spawn_local(async move {
+            if let Ok(response) = upstreams.send(endpoint, protocol, request).await {
+                // Read the answer to the end so the connection can be reused.
+                let _ = response.into_body().collect().await;
             }
         });
     }
 }
 
-async fn connect(endpoint: SocketAddr) -> Result<SendRequest<Incoming>, ForwardError> {
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(endpoint))
-        .await
-        .map_err(|_| ForwardError::Upstream)?
-        .map_err(|_| ForwardError::Upstream)?;
-    let _ = stream.set_nodelay(true);
-    let (sender, connection) = http1::Builder::new()
-        .handshake(TokioIo::new(stream))
-        .await
-        .map_err(|_| ForwardError::Upstream)?;
-    tokio::task::spawn_local(async move {
-        // Ends when the connection closes; errors surface on the request side.
-        let _ = connection.await;
-    });
-    Ok(sender)
+/// Reads a body whose size is known to fit [`MAX_REPLAY_BODY`] into memory; any
+/// other body is passed on as a stream. `Err` when the client's body breaks.
+async fn buffer_body(body: CountedBody) -> Result<RequestBody, hyper::Error> {
+    let fits = body
+        .size_hint()
+        .upper()
+        .is_some_and(|upper| upper <= MAX_REPLAY_BODY);
+    if !fits {
+        return Ok(Either::Left(body));
+    }
+    let bytes = body.collect().await?.to_bytes();
+    Ok(Either::Right(Full::new(bytes)))
+}
+
+/// Waits the retry backoff unless it would pass the request deadline; `false`
+/// means there is no time left to retry.
+async fn wait_backoff(retry: Option<&Retry>, deadline: Option<Instant>) -> bool {
+    let backoff = retry.map_or(Duration::ZERO, |retry| retry.backoff);
+    if deadline.is_some_and(|deadline| Instant::now() + backoff >= deadline) {
+        return false;
+    }
+    tokio::time::sleep(backoff).await;
+    true
+}
+
+fn shortest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// HTTP/2 for `kubernetes.io/h2c` backends and every gRPC route; else HTTP/1.1.
+fn protocol_of(backend: &Backend, grpc: bool) -> Protocol {
+    if grpc || backend.app_protocol == AppProtocol::H2c {
+        Protocol::H2c
+    } else {
+        Protocol::Http1
+    }
+}
+
+/// One endpoint of `backend`, or why it has none to offer: an invalid reference
+/// (500) or no endpoints (503).
+fn pick_endpoint(backend: &Backend, random: u64) -> Result<SocketAddr, BackendFailure> {
+    match backend.unavailable {
+        Some(Unavailable::InvalidReference) => return Err(BackendFailure::InvalidBackend),
+        Some(Unavailable::NoEndpoints) => return Err(BackendFailure::NoEndpoints),
+        None => {}
+    }
+    let count = backend.endpoints.len() as u64;
+    if count == 0 {
+        return Err(BackendFailure::NoEndpoints);
+    }
+    usize::try_from(random % count)
+        .ok()
+        .and_then(|index| backend.endpoints.get(index).copied())
+        .ok_or(BackendFailure::NoEndpoints)
+}
+
+/// The local answer for `failure`, noted in the request's record.
+fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
+    record.failure = Some(failure);
+    local_answer(failure.status())
+}
+
+/// The request for one attempt: the head with the backend's own header filter, in
+/// the form the protocol wants (origin-form for HTTP/1.1, absolute for HTTP/2).
+fn build_request(
+    head: &UpstreamHead,
+    backend: &Backend,
+    body: RequestBody,
+    protocol: Protocol,
+) -> Request<RequestBody> {
+    let mut headers = head.headers.clone();
+    if let Some(modifier) = &backend.request_headers {
+        apply_header_modifier(modifier, &mut headers);
+    }
+    let (version, uri) = match protocol {
+        Protocol::Http1 => (Version::HTTP_11, head.target.parse::<Uri>()),
+        Protocol::H2c => {
+            headers.remove(header::HOST);
+            (
+                Version::HTTP_2,
+                format!("http://{}{}", head.host, head.target).parse::<Uri>(),
+            )
+        }
+    };
+    let mut request = Request::new(body);
+    *request.method_mut() = head.method.clone();
+    // The target was normalized and checked before routing; it parses.
+    *request.uri_mut() = uri.unwrap_or_default();
+    *request.version_mut() = version;
+    *request.headers_mut() = headers;
+    request
+}
+
+/// The backend's response with the backend's own response header filter applied.
+fn backend_response(response: Response<Incoming>, backend: &Backend) -> Response<ProxyBody> {
+    let (mut parts, body) = response.into_parts();
+    if let Some(modifier) = &backend.response_headers {
+        apply_header_modifier(modifier, &mut parts.headers);
+    }
+    Response::from_parts(parts, Either::Left(body))
 }
 
 pub(crate) fn splitmix64(state: u64) -> u64 {
@@ -320,60 +639,7 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The host to route on, or `None` for a request that must be refused (400): the
-/// authority of an absolute-form target wins over `Host` (RFC 9112 §3.2.2); otherwise
-/// exactly one `Host` of visible ASCII is required, except on HTTP/1.0, where it may
-/// be absent (empty host).
-pub(super) fn request_host(headers: &HeaderMap, uri: &Uri, version: Version) -> Option<String> {
-    let mut values = headers.get_all(header::HOST).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return None;
-    }
-    if let Some(authority) = uri.authority() {
-        return Some(authority.as_str().to_owned());
-    }
-    match first {
-        Some(value) => {
-            let bytes = value.as_bytes();
-            let visible = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic());
-            visible.then(|| String::from_utf8_lossy(bytes).into_owned())
-        }
-        None if version == Version::HTTP_10 => Some(String::new()),
-        None => None,
-    }
-}
-
-/// Removes the hop-by-hop headers and every header the `Connection` header names.
-pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in named.iter().chain(HOP_BY_HOP.iter()) {
-        headers.remove(name);
-    }
-}
-
-/// Appends the client IP to `X-Forwarded-For`, joining earlier values into one.
-pub(crate) fn add_forwarded_for(headers: &mut HeaderMap, peer: SocketAddr) {
-    let name = HeaderName::from_static("x-forwarded-for");
-    let mut values: Vec<String> = headers
-        .get_all(&name)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .map(str::to_owned)
-        .collect();
-    values.push(peer.ip().to_string());
-    if let Ok(value) = HeaderValue::from_str(&values.join(", ")) {
-        headers.insert(name, value);
-    }
-}
-
-fn local_answer(status: StatusCode) -> Response<ProxyBody> {
+pub(crate) fn local_answer(status: StatusCode) -> Response<ProxyBody> {
     let mut response = Response::new(Either::Right(Full::new(Bytes::new())));
     *response.status_mut() = status;
     response

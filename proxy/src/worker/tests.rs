@@ -1,4 +1,5 @@
-use super::proxy::{add_forwarded_for, request_host, splitmix64, strip_hop_by_hop};
+use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop};
+use super::proxy::splitmix64;
 use http::{HeaderMap, HeaderValue};
 
 #[test]
@@ -14,13 +15,90 @@ fn hop_by_hop_headers_and_connection_tokens_are_removed() {
     assert_eq!(names, ["x-kept"]);
 }
 
+fn hop(peer: &str) -> Hop<'static> {
+    Hop {
+        peer: peer.parse().unwrap(),
+        scheme: "https",
+        host: "a.example",
+    }
+}
+
 #[test]
 fn forwarded_for_appends_the_client() {
     let mut headers = HeaderMap::new();
     headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
     headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.2"));
-    add_forwarded_for(&mut headers, "192.0.2.7:5000".parse().unwrap());
+    Forwarding::default().apply(&mut headers, &hop("192.0.2.7:5000"));
     assert_eq!(headers["x-forwarded-for"], "10.0.0.1, 10.0.0.2, 192.0.2.7");
+}
+
+#[test]
+fn an_untrusted_client_cannot_set_proto_host_or_forwarded() {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    headers.insert("x-forwarded-host", HeaderValue::from_static("evil.example"));
+    headers.insert("forwarded", HeaderValue::from_static("for=1.2.3.4"));
+    Forwarding::default().apply(&mut headers, &hop("[2001:db8::1]:443"));
+    assert_eq!(headers["x-forwarded-proto"], "https");
+    assert_eq!(headers["x-forwarded-host"], "a.example");
+    assert_eq!(
+        headers["forwarded"],
+        "for=\"[2001:db8::1]\";proto=https;host=\"a.example\""
+    );
+}
+
+#[test]
+fn trusted_hops_keep_their_headers_and_name_the_client() {
+    let trusted = Forwarding { trusted_hops: 1 };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        "x-forwarded-for",
+        HeaderValue::from_static("198.51.100.9, 10.0.0.5"),
+    );
+    headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    headers.insert("forwarded", HeaderValue::from_static("for=198.51.100.9"));
+    let peer = "10.0.0.6:1000".parse().unwrap();
+    assert_eq!(trusted.client(&headers, peer).to_string(), "10.0.0.5");
+    assert_eq!(
+        Forwarding::default().client(&headers, peer).to_string(),
+        "10.0.0.6"
+    );
+    trusted.apply(&mut headers, &hop("10.0.0.6:1000"));
+    assert_eq!(headers["x-forwarded-proto"], "http");
+    assert_eq!(
+        headers["forwarded"],
+        "for=198.51.100.9, for=10.0.0.6;proto=https;host=\"a.example\""
+    );
+}
+
+#[test]
+fn te_survives_only_as_trailers() {
+    let mut headers = HeaderMap::new();
+    headers.insert("te", HeaderValue::from_static("gzip, trailers"));
+    strip_hop_by_hop(&mut headers);
+    assert_eq!(headers["te"], "trailers");
+    let mut headers = HeaderMap::new();
+    headers.insert("te", HeaderValue::from_static("gzip"));
+    strip_hop_by_hop(&mut headers);
+    assert!(!headers.contains_key("te"));
+}
+
+#[test]
+fn upgrades_need_connection_upgrade_on_http11() {
+    use super::headers::upgrade_protocol;
+    use http::Version;
+    let mut headers = HeaderMap::new();
+    headers.insert("upgrade", HeaderValue::from_static("websocket"));
+    assert!(upgrade_protocol(&headers, Version::HTTP_11).is_none());
+    headers.insert(
+        "connection",
+        HeaderValue::from_static("keep-alive, Upgrade"),
+    );
+    assert_eq!(
+        upgrade_protocol(&headers, Version::HTTP_11).unwrap(),
+        "websocket"
+    );
+    assert!(upgrade_protocol(&headers, Version::HTTP_2).is_none());
 }
 
 #[test]

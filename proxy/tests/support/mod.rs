@@ -84,3 +84,109 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A CA and a function issuing leaf certificates signed by it, as PEM.
+pub struct TestCa {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    /// The CA certificate, PEM.
+    pub pem: String,
+}
+
+impl TestCa {
+    pub fn new() -> Self {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "culvert test CA");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Self {
+            pem: cert.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// `(certificate PEM, key PEM)` for `names`.
+    pub fn leaf(&self, names: &[&str]) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let params = rcgen::CertificateParams::new(names).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// A client config trusting this CA, offering `alpn`.
+    pub fn client_config(&self, alpn: &[&[u8]]) -> std::sync::Arc<rustls::ClientConfig> {
+        use rustls_pki_types::CertificateDer;
+        use rustls_pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(self.pem.as_bytes()).unwrap())
+            .unwrap();
+        let mut config =
+            rustls::ClientConfig::builder_with_provider(culvert_proxy::crypto_provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        std::sync::Arc::new(config)
+    }
+}
+
+/// A TLS connection to `addr` with SNI `sni`; returns the stream and the ALPN
+/// protocol agreed.
+pub async fn tls_connect(
+    addr: SocketAddr,
+    sni: &str,
+    config: std::sync::Arc<rustls::ClientConfig>,
+) -> (tokio_rustls::client::TlsStream<TcpStream>, Option<Vec<u8>>) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from(sni.to_owned()).unwrap();
+    let stream = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    (stream, alpn)
+}
+
+/// Sends one request over HTTP/2 on `io` (TLS with ALPN h2, or h2c prior knowledge).
+pub async fn send_h2<I>(io: I, request: Request<Full<Bytes>>) -> Reply
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        TokioIo::new(io),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    let response = sender.send_request(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.collect().await.unwrap().to_bytes(),
+    }
+}
+
+/// Sends one HTTP/1.1 request on `io`.
+pub async fn send_h1_on<I>(io: I, request: Request<Full<Bytes>>) -> Reply
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let response = sender.send_request(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body: body.collect().await.unwrap().to_bytes(),
+    }
+}

@@ -7,12 +7,14 @@
 //! config into a compiled `RouteTable`. Start at [`DataPlaneConfig`].
 
 mod backend;
+mod certificate;
 mod filter;
 mod grpc;
 mod http_route;
 mod tls;
 
 pub use backend::{AppProtocol, BackendConfig, Unavailable};
+pub use certificate::CertificateConfig;
 pub use filter::{
     CorsConfig, FractionConfig, HeaderModifierConfig, HeaderValueConfig, HttpFilterConfig,
     PathModifierConfig, RequestMirrorConfig, RequestRedirectConfig, UrlRewriteConfig,
@@ -45,6 +47,9 @@ pub struct DataPlaneConfig {
     /// TLS passthrough routes attached to `TLS` listeners.
     #[serde(default)]
     pub tls_routes: Vec<TlsRouteConfig>,
+    /// Certificates `HTTPS` listeners refer to by `namespace`/`name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<CertificateConfig>,
 }
 
 /// One listener: where the data plane accepts traffic and which hostnames it owns.

@@ -1,0 +1,134 @@
+//! The access log: one JSON line per request on stdout, written by its own thread so
+//! a slow terminal or pipe never stalls a worker.
+//!
+//! Workers hand finished lines over a bounded channel ([`AccessLog::write`] never
+//! blocks); when the channel is full the line is dropped and counted, and the count
+//! is reported on the next line written. Sampling keeps a fraction of successful
+//! requests; every request answered with a 5xx or a backend failure is logged.
+//! Never formats anything for a request it will not log.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::Error;
+
+/// Lines waiting for the writer thread before new ones are dropped.
+const QUEUE: usize = 16 * 1024;
+
+/// Where workers send access-log lines.
+#[derive(Debug)]
+pub struct AccessLog {
+    sender: Option<SyncSender<String>>,
+    /// Fraction of successful requests logged, as a threshold on a uniform `u64`.
+    threshold: u64,
+    dropped: Arc<AtomicU64>,
+}
+
+impl AccessLog {
+    /// A log that writes nothing.
+    pub fn off() -> Self {
+        Self {
+            sender: None,
+            threshold: 0,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Starts the writer thread; `sample` (0.0 to 1.0) is the fraction of
+    /// successful requests logged.
+    pub fn start(sample: f64) -> Result<Self, Error> {
+        let (sender, receiver) = sync_channel(QUEUE);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&dropped);
+        let name = "culvert-access-log".to_owned();
+        std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || write_lines(&receiver, &counter))
+            .map_err(|source| Error::Thread { name, source })?;
+        let sample = if sample.is_nan() {
+            0.0
+        } else {
+            sample.clamp(0.0, 1.0)
+        };
+        // Rounding at the top end: 1.0 must keep every request.
+        let threshold = if sample >= 1.0 {
+            u64::MAX
+        } else {
+            (sample * u64::MAX as f64) as u64
+        };
+        Ok(Self {
+            sender: Some(sender),
+            threshold,
+            dropped,
+        })
+    }
+
+    /// Whether a request should be logged: always for failures, else when `random`
+    /// falls under the sampling threshold.
+    pub(crate) fn wants(&self, failed: bool, random: u64) -> bool {
+        self.sender.is_some() && (failed || random <= self.threshold)
+    }
+
+    /// Queues one line (without its newline). Never blocks.
+    pub(crate) fn write(&self, line: String) {
+        let Some(sender) = &self.sender else {
+            return;
+        };
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = sender.try_send(line) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn write_lines(receiver: &Receiver<String>, dropped: &AtomicU64) {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    while let Ok(line) = receiver.recv() {
+        let mut next = Some(line);
+        while let Some(line) = next {
+            let lost = dropped.swap(0, Ordering::Relaxed);
+            if lost > 0 {
+                let _ = writeln!(out, "{{\"accessLogDropped\":{lost}}}");
+            }
+            let _ = writeln!(out, "{line}");
+            next = receiver.try_recv().ok();
+        }
+        let _ = out.flush();
+    }
+}
+
+/// `time` as RFC 3339 UTC with milliseconds, such as `2026-11-30T17:05:01.123Z`.
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Year, month and day of the `days`-th day after 1970-01-01 (proleptic Gregorian;
+/// Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests;

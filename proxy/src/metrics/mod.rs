@@ -1,0 +1,153 @@
+//! Metrics: what the data plane counts and how it is exposed to Prometheus.
+//!
+//! This module owns the counters themselves, not the plumbing around them:
+//!
+//! - [`WorkerStats`] (`worker.rs`): one per worker thread, recorded into on the
+//!   request path with plain `Cell`s behind `Rc`s. It is deliberately `!Send` and
+//!   `!Sync`: recording takes no lock and writes no shared cache line. Start reading
+//!   here. [`WorkerStats::route`] hands out a [`RouteStats`] handle per request,
+//!   [`WorkerStats::request_started`] an [`InFlight`] guard, and
+//!   [`WorkerStats::listener`] a [`ListenerStats`] handle whose
+//!   [`ListenerStats::connection_opened`] gives an [`OpenConnection`] guard.
+//! - [`StatsSnapshot`] (`snapshot.rs`): a `Send + Clone` copy of one worker's stats,
+//!   taken with [`WorkerStats::snapshot`] on the worker thread when the control thread
+//!   asks for it, and added up with [`StatsSnapshot::merge`].
+//! - [`ControlStats`] (`control.rs`): the control thread's few numbers (config
+//!   version, swaps, rejections, workers).
+//! - [`encode()`] (`encode.rs`): the Prometheus text exposition (format 0.0.4, no
+//!   `# EOF`) of a [`ControlStats`] and a merged [`StatsSnapshot`], written with the
+//!   `prometheus-client` crate; serve it with [`CONTENT_TYPE`].
+//!
+//! It must never: take a lock or touch an atomic on the request path, hold a
+//! `RefCell` borrow beyond one method call, allocate on the request path for a route
+//! or listener it has already seen, or take a label value from the peer (route labels
+//! are route names the caller passes in, never a raw `Host`).
+//!
+//! Label cardinality is bounded per worker: at most [`MAX_ROUTE_KEYS`] distinct route
+//! names and [`MAX_LISTENER_KEYS`] distinct listener labels. Later ones are counted
+//! under the label [`OVERFLOW`]. Entries are never removed, so a route deleted from
+//! the config keeps its (frozen) series until the process restarts, and a long-lived
+//! process with much route churn eventually counts new routes under [`OVERFLOW`];
+//! that is the price of counters that never go backwards.
+//!
+//! The message passing between the workers and the control thread is not here: a
+//! worker answers a scrape request on its own thread (`worker/mod.rs`), and the
+//! control thread merges and encodes (`control/mod.rs`).
+
+mod control;
+mod encode;
+mod snapshot;
+mod worker;
+
+use http::StatusCode;
+
+pub(crate) use control::ControlStats;
+pub(crate) use encode::{CONTENT_TYPE, encode};
+pub(crate) use snapshot::StatsSnapshot;
+pub(crate) use worker::{InFlight, OpenConnection, RouteStats, WorkerStats};
+
+/// Most distinct route names one worker keeps series for; later names are counted
+/// under [`OVERFLOW`]. [`NO_ROUTE`] and [`OVERFLOW`] themselves do not count.
+pub(crate) const MAX_ROUTE_KEYS: usize = 10_000;
+/// Most distinct listener labels one worker keeps series for; later ones are counted
+/// under [`OVERFLOW`].
+pub(crate) const MAX_LISTENER_KEYS: usize = 1_024;
+/// The route label of requests no route matched (404, 400, no snapshot yet).
+pub(crate) const NO_ROUTE: &str = "none";
+/// The route or listener label that absorbs everything past the cardinality cap.
+pub(crate) const OVERFLOW: &str = "overflow";
+
+/// Upper bounds of the `culvert_request_duration_seconds` buckets, in nanoseconds
+/// (integers, so an observation is placed without float rounding): 0.5 ms to 30 s,
+/// roughly 1-2.5-5 per decade. Slower requests land in the implicit `+Inf` bucket.
+pub(crate) const DURATION_BOUNDS_NANOS: [u64; 15] = [
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+    30_000_000_000,
+];
+
+/// Buckets kept per histogram: one per bound plus the `+Inf` overflow bucket.
+const DURATION_BUCKETS: usize = DURATION_BOUNDS_NANOS.len() + 1;
+
+/// Why a request was answered without a usable upstream response; the `reason`
+/// label of `culvert_backend_errors_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum BackendFailure {
+    /// The chosen backend reference is invalid, or no backend has weight: 500.
+    InvalidBackend,
+    /// The backend has no endpoints: 503.
+    NoEndpoints,
+    /// Connecting to the endpoint failed or timed out: 502.
+    Connect,
+    /// The endpoint broke the protocol or closed the connection mid-exchange: 502.
+    Protocol,
+    /// The rule's timeout ran out before the response head arrived: 504.
+    Timeout,
+}
+
+impl BackendFailure {
+    /// Every reason, in label order.
+    pub(crate) const ALL: [Self; 5] = [
+        Self::InvalidBackend,
+        Self::NoEndpoints,
+        Self::Connect,
+        Self::Protocol,
+        Self::Timeout,
+    ];
+
+    /// The `reason` label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidBackend => "invalid_backend",
+            Self::NoEndpoints => "no_endpoints",
+            Self::Connect => "connect",
+            Self::Protocol => "protocol",
+            Self::Timeout => "timeout",
+        }
+    }
+
+    /// The status the client is answered with for this failure.
+    pub(crate) fn status(self) -> StatusCode {
+        match self {
+            Self::InvalidBackend => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::NoEndpoints => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Connect | Self::Protocol => StatusCode::BAD_GATEWAY,
+            Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// Position in [`Self::ALL`] and in the per-route error counters.
+    fn index(self) -> usize {
+        match self {
+            Self::InvalidBackend => 0,
+            Self::NoEndpoints => 1,
+            Self::Connect => 2,
+            Self::Protocol => 3,
+            Self::Timeout => 4,
+        }
+    }
+}
+
+/// The `status_class` label values, indexed by [`status_class_index`].
+const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The index into [`STATUS_CLASSES`] of `status`. `StatusCode` allows 100..=999;
+/// the non-standard 6xx-9xx are counted as `5xx` so the label set stays fixed.
+fn status_class_index(status: StatusCode) -> usize {
+    usize::from(status.as_u16() / 100).clamp(1, 5) - 1
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,87 @@
+use super::*;
+use culvert_router::RouteTableBuilder;
+
+fn self_signed(names: &[&str]) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let cert = rcgen::generate_simple_self_signed(names).unwrap();
+    (cert.cert.pem(), cert.signing_key.serialize_pem())
+}
+
+fn config(certificates: serde_json::Value, refs: serde_json::Value) -> DataPlaneConfig {
+    serde_json::from_value(serde_json::json!({
+        "version": 1,
+        "listeners": [
+            {"name": "web", "port": 8443, "protocol": "HTTPS",
+             "tls": {"certificateRefs": refs}},
+            {"name": "plain", "port": 8080, "protocol": "HTTP"}
+        ],
+        "certificates": certificates
+    }))
+    .unwrap()
+}
+
+fn build(config: &DataPlaneConfig) -> Result<TlsSettings, Error> {
+    let table = Arc::new(RouteTableBuilder::new().build(config).unwrap());
+    TlsSettings::build(config, &table)
+}
+
+#[test]
+fn https_addresses_get_a_server_config_with_alpn() {
+    let (cert, key) = self_signed(&["a.example"]);
+    let config = config(
+        serde_json::json!([{"namespace": "ns", "name": "a", "certificatePem": cert, "privateKeyPem": key}]),
+        serde_json::json!([{"namespace": "ns", "name": "a"}]),
+    );
+    let tls = build(&config).unwrap();
+    let server = tls.server_config("0.0.0.0:8443".parse().unwrap()).unwrap();
+    assert_eq!(
+        server.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec()]
+    );
+    assert!(tls.server_config("0.0.0.0:8080".parse().unwrap()).is_none());
+    assert!(!tls.store().files_changed());
+}
+
+#[test]
+fn unknown_reference_and_bad_pem_are_refused_with_the_name() {
+    let (cert, _) = self_signed(&["a.example"]);
+    let missing = config(
+        serde_json::json!([]),
+        serde_json::json!([{"namespace": "ns", "name": "gone"}]),
+    );
+    let err = build(&missing).unwrap_err().to_string();
+    assert!(err.contains("ns/gone"), "{err}");
+
+    let bad_key = config(
+        serde_json::json!([{"namespace": "ns", "name": "a", "certificatePem": cert, "privateKeyPem": "junk"}]),
+        serde_json::json!([{"namespace": "ns", "name": "a"}]),
+    );
+    let err = build(&bad_key).unwrap_err().to_string();
+    assert!(err.contains("ns/a") && err.contains("private key"), "{err}");
+
+    let none = config(serde_json::json!([]), serde_json::json!([]));
+    let err = build(&none).unwrap_err().to_string();
+    assert!(err.contains("no certificateRefs"), "{err}");
+}
+
+#[test]
+fn file_certificates_notice_changes() {
+    let dir = std::env::temp_dir().join(format!("culvert-tls-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = self_signed(&["a.example"]);
+    let cert_path = dir.join("tls.crt");
+    let key_path = dir.join("tls.key");
+    std::fs::write(&cert_path, &cert).unwrap();
+    std::fs::write(&key_path, &key).unwrap();
+    let config = config(
+        serde_json::json!([{"namespace": "ns", "name": "a",
+            "certificateFile": cert_path, "privateKeyFile": key_path}]),
+        serde_json::json!([{"namespace": "ns", "name": "a"}]),
+    );
+    let tls = build(&config).unwrap();
+    assert!(!tls.store().files_changed());
+    let (renewed, _) = self_signed(&["a.example", "b.example"]);
+    std::fs::write(&cert_path, renewed).unwrap();
+    assert!(tls.store().files_changed());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

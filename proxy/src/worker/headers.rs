@@ -1,0 +1,177 @@
+//! Header rules of the proxy hop: which `Host` to route on, which headers describe one
+//! hop and are never forwarded, how upgrades are recognised, and how `X-Forwarded-*`
+//! and `Forwarded` are written (the way nginx and Envoy users expect).
+//!
+//! Pure functions over `http` types; no IO.
+
+use std::net::{IpAddr, SocketAddr};
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Uri, Version};
+
+/// Headers that describe one hop, never forwarded in either direction (`TE` is
+/// handled apart: `te: trailers` is end-to-end in practice, gRPC needs it).
+const HOP_BY_HOP: [HeaderName; 6] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+/// The host to route on, or `None` for a request that must be refused (400): the
+/// authority of an absolute-form target (or HTTP/2 `:authority`) wins over `Host`
+/// (RFC 9112 §3.2.2); otherwise exactly one `Host` of visible ASCII is required,
+/// except on HTTP/1.0, where it may be absent (empty host).
+pub(crate) fn request_host(headers: &HeaderMap, uri: &Uri, version: Version) -> Option<String> {
+    let mut values = headers.get_all(header::HOST).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return None;
+    }
+    if let Some(authority) = uri.authority() {
+        return Some(authority.as_str().to_owned());
+    }
+    match first {
+        Some(value) => {
+            let bytes = value.as_bytes();
+            let visible = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic());
+            visible.then(|| String::from_utf8_lossy(bytes).into_owned())
+        }
+        None if version == Version::HTTP_10 => Some(String::new()),
+        None => None,
+    }
+}
+
+/// The protocol an HTTP/1.1 request asks to upgrade to (`Upgrade` named in
+/// `Connection`), such as `websocket`.
+pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<HeaderValue> {
+    if version != Version::HTTP_11 {
+        return None;
+    }
+    let upgrade = headers.get(header::UPGRADE)?;
+    let named = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    named.then(|| upgrade.clone())
+}
+
+/// Removes the hop-by-hop headers and every header the `Connection` header names;
+/// `TE` survives only as `trailers`.
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    let wants_trailers = headers
+        .get_all(header::TE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("trailers"));
+    for name in named.iter().chain(HOP_BY_HOP.iter()) {
+        headers.remove(name);
+    }
+    headers.remove(header::TE);
+    if wants_trailers {
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
+}
+
+/// How the proxy writes forwarding headers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Forwarding {
+    /// Proxies in front of this one whose `X-Forwarded-*` and `Forwarded` headers are
+    /// believed (Envoy's `xff_num_trusted_hops`); 0 = the peer is the client.
+    pub(crate) trusted_hops: u32,
+}
+
+/// What the proxy knows of the hop it is forwarding.
+pub(crate) struct Hop<'a> {
+    pub(crate) peer: SocketAddr,
+    /// `http` or `https`.
+    pub(crate) scheme: &'static str,
+    /// The host the request was routed on.
+    pub(crate) host: &'a str,
+}
+
+impl Forwarding {
+    /// Writes the forwarding headers for `hop`:
+    /// - `X-Forwarded-For`: the peer appended to what came (joined into one value);
+    /// - `X-Forwarded-Proto` and `X-Forwarded-Host`: kept from a trusted hop, else
+    ///   set to this hop's scheme and host;
+    /// - `Forwarded` (RFC 7239): a trusted hop's elements kept, an untrusted client's
+    ///   dropped, then this hop's `for`, `proto` and `host` appended.
+    pub(crate) fn apply(self, headers: &mut HeaderMap, hop: &Hop<'_>) {
+        let trusted = self.trusted_hops > 0;
+        let mut chain: Vec<String> = joined(headers, &X_FORWARDED_FOR);
+        chain.push(hop.peer.ip().to_string());
+        insert_text(headers, X_FORWARDED_FOR, &chain.join(", "));
+        if !trusted || !headers.contains_key(&X_FORWARDED_PROTO) {
+            headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(hop.scheme));
+        }
+        if (!trusted || !headers.contains_key(&X_FORWARDED_HOST)) && !hop.host.is_empty() {
+            insert_text(headers, X_FORWARDED_HOST, hop.host);
+        }
+        let mut elements = if trusted {
+            joined(headers, &header::FORWARDED)
+        } else {
+            Vec::new()
+        };
+        let node = match hop.peer.ip() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("\"[{ip}]\""),
+        };
+        let mut element = format!("for={node};proto={}", hop.scheme);
+        if !hop.host.is_empty() && hop.host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
+            element.push_str(&format!(";host=\"{}\"", hop.host));
+        }
+        elements.push(element);
+        insert_text(headers, header::FORWARDED, &elements.join(", "));
+    }
+
+    /// The client's address as far as it can be believed: the peer, or with trusted
+    /// hops, the `X-Forwarded-For` entry that many places from the right.
+    pub(crate) fn client(self, headers: &HeaderMap, peer: SocketAddr) -> IpAddr {
+        if self.trusted_hops == 0 {
+            return peer.ip();
+        }
+        let chain: Vec<String> = joined(headers, &X_FORWARDED_FOR)
+            .iter()
+            .flat_map(|value| value.split(','))
+            .map(|entry| entry.trim().to_owned())
+            .collect();
+        let index = chain.len().checked_sub(self.trusted_hops as usize);
+        index
+            .and_then(|i| chain.get(i))
+            .and_then(|entry| entry.parse().ok())
+            .unwrap_or(peer.ip())
+    }
+}
+
+/// Every value of `name`, as text (values that are not text are dropped).
+fn joined(headers: &HeaderMap, name: &HeaderName) -> Vec<String> {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn insert_text(headers: &mut HeaderMap, name: HeaderName, text: &str) {
+    if let Ok(value) = HeaderValue::from_str(text) {
+        headers.insert(name, value);
+    }
+}

@@ -1,0 +1,217 @@
+//! What one request did, gathered while it is handled and finished when its response
+//! body ends (or the client goes away): the request's metrics and its access-log
+//! line. [`RecordedBody`] wraps the response body to count the bytes sent and to
+//! finish the record on drop, so a streamed response is timed to its last byte.
+
+use std::cell::Cell;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Instant, SystemTime};
+
+use bytes::Bytes;
+use http::{Method, StatusCode, Version};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+use super::proxy::ProxyBody;
+use crate::access_log::{AccessLog, rfc3339};
+use crate::metrics::{BackendFailure, InFlight, RouteStats, WorkerStats};
+
+/// One request being served.
+pub(crate) struct Record {
+    started: Instant,
+    started_at: SystemTime,
+    _in_flight: InFlight,
+    pub(crate) method: Method,
+    pub(crate) host: String,
+    pub(crate) target: String,
+    pub(crate) version: Version,
+    pub(crate) client: IpAddr,
+    /// `namespace/name` of the route that matched.
+    pub(crate) route: Option<Arc<str>>,
+    /// The endpoint the last attempt went to.
+    pub(crate) upstream: Option<SocketAddr>,
+    pub(crate) failure: Option<BackendFailure>,
+    pub(crate) attempts: u32,
+    /// Request body bytes read from the client.
+    pub(crate) request_bytes: Rc<Cell<u64>>,
+    status: StatusCode,
+}
+
+impl Record {
+    pub(crate) fn start(
+        stats: &WorkerStats,
+        method: Method,
+        target: String,
+        version: Version,
+        client: IpAddr,
+    ) -> Self {
+        Self {
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            _in_flight: stats.request_started(),
+            method,
+            host: String::new(),
+            target,
+            version,
+            client,
+            route: None,
+            upstream: None,
+            failure: None,
+            attempts: 0,
+            request_bytes: Rc::new(Cell::new(0)),
+            status: StatusCode::OK,
+        }
+    }
+
+    /// The JSON access-log line for this request.
+    fn line(&self, worker: usize, response_bytes: u64, complete: bool) -> String {
+        serde_json::json!({
+            "time": rfc3339(self.started_at),
+            "worker": worker,
+            "client": self.client.to_string(),
+            "method": self.method.as_str(),
+            "host": self.host,
+            "target": self.target,
+            "protocol": format!("{:?}", self.version),
+            "status": self.status.as_u16(),
+            "route": self.route.as_deref(),
+            "upstream": self.upstream.map(|addr| addr.to_string()),
+            "failure": self.failure.map(BackendFailure::as_str),
+            "attempts": self.attempts,
+            "durationMs": self.started.elapsed().as_secs_f64() * 1000.0,
+            "bytesIn": self.request_bytes.get(),
+            "bytesOut": response_bytes,
+            "complete": complete,
+        })
+        .to_string()
+    }
+}
+
+/// Where a finished record goes.
+pub(crate) struct Sink {
+    pub(crate) worker: usize,
+    pub(crate) stats: Rc<WorkerStats>,
+    pub(crate) log: Arc<AccessLog>,
+}
+
+/// A response body that counts what it sends and finishes its record when dropped.
+pub(crate) struct RecordedBody {
+    inner: ProxyBody,
+    sent: u64,
+    ended: bool,
+    finish: Option<(Record, Rc<Sink>, u64)>,
+}
+
+impl RecordedBody {
+    /// Wraps `inner`; `random` decides sampling for the access log.
+    pub(crate) fn new(
+        inner: ProxyBody,
+        mut record: Record,
+        status: StatusCode,
+        sink: Rc<Sink>,
+        random: u64,
+    ) -> Self {
+        record.status = status;
+        Self {
+            inner,
+            sent: 0,
+            ended: false,
+            finish: Some((record, sink, random)),
+        }
+    }
+}
+
+/// The error of a response body: the upstream's, boxed.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl Body for RecordedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    self.sent += data.len() as u64;
+                }
+            }
+            Poll::Ready(None) => self.ended = true,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for RecordedBody {
+    fn drop(&mut self) {
+        let Some((record, sink, random)) = self.finish.take() else {
+            return;
+        };
+        let complete = self.ended || self.inner.is_end_stream();
+        let stats: RouteStats = sink.stats.route(record.route.as_deref());
+        stats.record_response(record.status, record.started.elapsed());
+        if let Some(failure) = record.failure {
+            stats.record_backend_failure(failure);
+        }
+        stats.add_request_bytes(record.request_bytes.get());
+        stats.add_response_bytes(self.sent);
+        let failed = record.failure.is_some() || record.status.is_server_error();
+        if sink.log.wants(failed, random) {
+            sink.log
+                .write(record.line(sink.worker, self.sent, complete));
+        }
+    }
+}
+
+/// The client's request body, counting the bytes read into its record.
+pub(crate) struct CountedBody {
+    inner: Incoming,
+    read: Rc<Cell<u64>>,
+}
+
+impl CountedBody {
+    pub(crate) fn new(inner: Incoming, read: Rc<Cell<u64>>) -> Self {
+        Self { inner, read }
+    }
+}
+
+impl Body for CountedBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref() {
+                self.read.set(self.read.get() + data.len() as u64);
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,384 @@
+//! Protocols through a real data plane on loopback: HTTPS with certificates chosen by
+//! SNI and ALPN h2, 421 for a Host another listener owns, h2c with prior knowledge,
+//! h2c and WebSocket to backends, retries, mirrors, CORS preflights and drain.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use bytes::Bytes;
+use culvert_bench::{EchoBackend, EchoConfig, EchoProtocol};
+use culvert_proxy::{ServeConfig, Server};
+use http::{Request, StatusCode, Version};
+use http_body_util::Full;
+use serde_json::{Value, json};
+use support::{TestCa, free_port, get, put_config, send_h1_on, send_h2, tls_connect};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn start() -> Server {
+    let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_workers(NonZeroUsize::new(2).unwrap());
+    Server::start(config).unwrap()
+}
+
+fn local(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+async fn push(server: &Server, config: &Value) {
+    let reply = put_config(server.control_addr(), config, None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+}
+
+fn get_request(host: &str, path: &str) -> Request<Full<Bytes>> {
+    Request::get(path)
+        .header("host", host)
+        .body(Full::new(Bytes::new()))
+        .unwrap()
+}
+
+fn h2_request(authority: &str, scheme: &str, path: &str) -> Request<Full<Bytes>> {
+    Request::get(format!("{scheme}://{authority}{path}"))
+        .version(Version::HTTP_2)
+        .body(Full::new(Bytes::new()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn https_picks_certificates_by_sni_speaks_h2_and_refuses_misdirected_requests() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+        let ca = TestCa::new();
+        let (a_cert, a_key) = ca.leaf(&["a.example"]);
+        let (b_cert, b_key) = ca.leaf(&["b.example"]);
+        let port = free_port();
+        let server = start();
+        let route = |name: &str, listener: &str, host: &str| {
+            json!({"name": name, "listeners": [listener], "hostnames": [host],
+                   "rules": [{"backends": [{"name": "echo", "endpoints": [echo.addr().to_string()]}]}]})
+        };
+        push(&server, &json!({
+            "version": 1,
+            "listeners": [
+                {"name": "a", "port": port, "protocol": "HTTPS", "hostname": "a.example",
+                 "tls": {"certificateRefs": [{"namespace": "ns", "name": "a"}]}},
+                {"name": "b", "port": port, "protocol": "HTTPS", "hostname": "b.example",
+                 "tls": {"certificateRefs": [{"namespace": "ns", "name": "b"}]}}
+            ],
+            "certificates": [
+                {"namespace": "ns", "name": "a", "certificatePem": a_cert, "privateKeyPem": a_key},
+                {"namespace": "ns", "name": "b", "certificatePem": b_cert, "privateKeyPem": b_key}
+            ],
+            "httpRoutes": [route("ra", "a", "a.example"), route("rb", "b", "b.example")]
+        }))
+        .await;
+
+        // Each name verifies against its own certificate (the client checks the SAN),
+        // and ALPN chose h2.
+        for host in ["a.example", "b.example"] {
+            let (stream, alpn) =
+                tls_connect(local(port), host, ca.client_config(&[b"h2", b"http/1.1"])).await;
+            assert_eq!(alpn.as_deref(), Some(&b"h2"[..]));
+            let reply = send_h2(stream, h2_request(host, "https", "/x")).await;
+            assert_eq!(reply.status, StatusCode::OK);
+            let echo_json = reply.json();
+            assert_eq!(echo_json["host"], host);
+            assert_eq!(echo_json["path"], "/x");
+        }
+        let seen = echo.requests();
+        let last = seen.last().unwrap();
+        assert_eq!(last.header("x-forwarded-proto"), ["https"]);
+
+        // HTTP/1.1 over TLS when the client offers only http/1.1.
+        let (stream, alpn) =
+            tls_connect(local(port), "a.example", ca.client_config(&[b"http/1.1"])).await;
+        assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+        let reply = send_h1_on(stream, get_request("a.example", "/h1")).await;
+        assert_eq!(reply.status, StatusCode::OK);
+
+        // SNI a.example, Host b.example: another listener owns the host.
+        let (stream, _) =
+            tls_connect(local(port), "a.example", ca.client_config(&[b"http/1.1"])).await;
+        let reply = send_h1_on(stream, get_request("b.example", "/")).await;
+        assert_eq!(reply.status, StatusCode::MISDIRECTED_REQUEST);
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn h2c_from_clients_and_to_backends() {
+    tokio::time::timeout(LIMIT, async {
+        let h2_echo = EchoBackend::start(EchoConfig::new("h2").with_protocol(EchoProtocol::H2c))
+            .await
+            .unwrap();
+        let h1_echo = EchoBackend::start(EchoConfig::new("h1").with_protocol(EchoProtocol::Http1))
+            .await
+            .unwrap();
+        let port = free_port();
+        let server = start();
+        push(
+            &server,
+            &json!({
+                "version": 1,
+                "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+                "httpRoutes": [{"name": "r", "listeners": ["web"], "rules": [
+                    {"matches": [{"path": {"type": "PathPrefix", "value": "/h2"}}],
+                     "backends": [{"name": "h2", "appProtocol": "kubernetes.io/h2c",
+                                   "endpoints": [h2_echo.addr().to_string()]}]},
+                    {"backends": [{"name": "h1", "endpoints": [h1_echo.addr().to_string()]}]}
+                ]}]
+            }),
+        )
+        .await;
+
+        // Client h2c (prior knowledge) → HTTP/1.1 backend.
+        let stream = TcpStream::connect(local(port)).await.unwrap();
+        let reply = send_h2(stream, h2_request("svc.example", "http", "/plain")).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let seen = h1_echo.requests();
+        assert_eq!(seen.last().unwrap().proto, Version::HTTP_11);
+        assert_eq!(seen.last().unwrap().host, "svc.example");
+
+        // Client HTTP/1.1 → h2c backend.
+        let reply = get(local(port), "svc.example", "/h2/x").await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        let seen = h2_echo.requests();
+        assert_eq!(seen.last().unwrap().proto, Version::HTTP_2);
+        assert_eq!(seen.last().unwrap().host, "svc.example");
+        assert_eq!(seen.last().unwrap().path, "/h2/x");
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+/// A masked client frame (RFC 6455 §5.2) carrying `payload` as text.
+fn client_text_frame(payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 126);
+    let mask = [0x11, 0x22, 0x33, 0x44];
+    let mut frame = vec![0x81, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+#[tokio::test]
+async fn websocket_upgrades_are_tunnelled() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("ws").with_protocol(EchoProtocol::Http1))
+            .await
+            .unwrap();
+        let port = free_port();
+        let server = start();
+        push(
+            &server,
+            &json!({
+                "version": 1,
+                "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+                "httpRoutes": [{"name": "r", "listeners": ["web"], "rules": [
+                    {"backends": [{"name": "ws", "appProtocol": "kubernetes.io/ws",
+                                   "endpoints": [echo.addr().to_string()]}]}
+                ]}]
+            }),
+        )
+        .await;
+        let mut stream = TcpStream::connect(local(port)).await.unwrap();
+        stream
+            .write_all(
+                b"GET /ws HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\n\
+                  Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+                  Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 101"), "{head}");
+        assert!(
+            head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+            "{head}"
+        );
+        stream
+            .write_all(&client_text_frame(b"hello"))
+            .await
+            .unwrap();
+        let mut reply = [0u8; 7];
+        stream.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply, [0x81, 5, b'h', b'e', b'l', b'l', b'o']);
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn retries_mirrors_and_cors() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("main")).await.unwrap();
+        let mirror = EchoBackend::start(EchoConfig::new("mirror")).await.unwrap();
+        let port = free_port();
+        let server = start();
+        let main = json!([{"name": "main", "endpoints": [echo.addr().to_string()]}]);
+        push(
+            &server,
+            &json!({
+                "version": 1,
+                "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+                "httpRoutes": [{"name": "r", "listeners": ["web"], "rules": [
+                    {"matches": [{"path": {"type": "PathPrefix", "value": "/retry"}}],
+                     "retry": {"attempts": 2, "codes": [503], "backoff": "10ms"},
+                     "backends": main},
+                    {"matches": [{"path": {"type": "PathPrefix", "value": "/mirrored"}}],
+                     "filters": [{"type": "RequestMirror", "requestMirror": {
+                         "backend": {"name": "mirror", "endpoints": [mirror.addr().to_string()]}}}],
+                     "backends": main},
+                    {"matches": [{"path": {"type": "PathPrefix", "value": "/cors"}}],
+                     "filters": [{"type": "CORS", "cors": {
+                         "allowOrigins": ["https://app.example"], "allowMethods": ["GET", "PUT"]}}],
+                     "backends": main}
+                ]}]
+            }),
+        )
+        .await;
+
+        // Two failures, then success: within 1 + 2 attempts.
+        let reply = get(
+            local(port),
+            "x",
+            "/retry/?uuid=u1&succeedAfter=2&responseCode=503",
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        // Three failures are more than 1 + 2 attempts: the last 503 is the answer.
+        let reply = get(
+            local(port),
+            "x",
+            "/retry/?uuid=u2&succeedAfter=3&responseCode=503",
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+        let attempts_u2 = echo
+            .requests()
+            .iter()
+            .filter(|seen| seen.path.contains("uuid=u2"))
+            .count();
+        assert_eq!(attempts_u2, 3);
+
+        let reply = get(local(port), "x", "/mirrored/1").await;
+        assert_eq!(reply.status, StatusCode::OK);
+        let mut waited = Duration::ZERO;
+        while mirror.count() == 0 && waited < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            waited += Duration::from_millis(20);
+        }
+        assert_eq!(mirror.requests().last().unwrap().path, "/mirrored/1");
+
+        let preflight = Request::options("/cors/x")
+            .header("host", "x")
+            .header("origin", "https://app.example")
+            .header("access-control-request-method", "PUT")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let before = echo.count();
+        let reply = support::send(local(port), preflight).await;
+        assert_eq!(reply.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            reply.headers["access-control-allow-origin"],
+            "https://app.example"
+        );
+        assert_eq!(echo.count(), before, "a preflight is answered by the proxy");
+        let simple = Request::get("/cors/x")
+            .header("host", "x")
+            .header("origin", "https://app.example")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let reply = support::send(local(port), simple).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(
+            reply.headers["access-control-allow-origin"],
+            "https://app.example"
+        );
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn drain_finishes_requests_in_flight_and_stops_accepting() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("slow")).await.unwrap();
+        let port = free_port();
+        let server = start();
+        push(
+            &server,
+            &json!({
+                "version": 1,
+                "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+                "httpRoutes": [{"name": "r", "listeners": ["web"], "rules": [
+                    {"backends": [{"name": "slow", "endpoints": [echo.addr().to_string()]}]}]}]
+            }),
+        )
+        .await;
+        let in_flight: Vec<_> = (0..4)
+            .map(|i| {
+                tokio::spawn(get(
+                    local(port),
+                    "x",
+                    match i {
+                        0 => "/?delay=800ms",
+                        1 => "/?delay=500ms",
+                        _ => "/?delay=300ms",
+                    },
+                ))
+            })
+            .collect();
+        // Let the requests reach the backend before draining.
+        let mut waited = Duration::ZERO;
+        while echo.count() < 4 && waited < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited += Duration::from_millis(10);
+        }
+        assert_eq!(echo.count(), 4);
+        server.start_drain();
+        let ready = support::send(
+            server.control_addr(),
+            Request::get("/readyz")
+                .header("host", "c")
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+        tokio::time::timeout(Duration::from_secs(10), server.wait_drained())
+            .await
+            .expect("workers drain once their requests are answered");
+        for request in in_flight {
+            assert_eq!(request.await.unwrap().status, StatusCode::OK);
+        }
+        assert!(
+            TcpStream::connect(local(port)).await.is_err(),
+            "listeners are closed"
+        );
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
