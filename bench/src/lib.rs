@@ -4,7 +4,9 @@
 //! tests and load runs, and the side-by-side comparisons against nginx and HAProxy.
 //! Router micro-benchmarks live with the router in `router/benches/`.
 //!
-//! It must never be a dependency of the shipped binary.
+//! The shipped binary depends on the echo backend only for `culvert conformance
+//! --live`, which runs the conformance vectors against echo backends on loopback; the
+//! load tooling and comparisons stay out of it.
 //!
 //! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
 //! "Echo backend contract" of `control-lite/tests/conformance/README.md`: a JSON echo

@@ -186,6 +186,14 @@ impl EchoBackend {
         self.shared.log().iter().cloned().collect()
     }
 
+    /// The newest `recent` recorded requests, oldest first (fewer if the log holds
+    /// fewer): cheap when a harness knows how many arrived since it last looked.
+    pub fn recent_requests(&self, recent: usize) -> Vec<SeenRequest> {
+        let log = self.shared.log();
+        let skip = log.len().saturating_sub(recent);
+        log.iter().skip(skip).cloned().collect()
+    }
+
     /// How many requests arrived in total, including any dropped from the log.
     pub fn count(&self) -> u64 {
         self.shared.count.load(Ordering::Relaxed)

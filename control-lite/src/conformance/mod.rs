@@ -10,6 +10,7 @@
 
 pub mod certs;
 pub mod checks;
+pub mod observe;
 pub mod prepare;
 pub mod replay;
 pub mod run;

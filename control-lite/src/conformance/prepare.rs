@@ -157,7 +157,7 @@ fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
 
 /// Which Service each endpoint address belongs to, from the loaded EndpointSlices:
 /// how the static replay names the backend a request reached.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EndpointOwners(BTreeMap<IpAddr, String>);
 
 impl EndpointOwners {

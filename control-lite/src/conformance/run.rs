@@ -115,8 +115,50 @@ fn check_count(file: &VectorFile) -> usize {
             .sum::<usize>()
 }
 
-/// Runs one parsed file.
+/// Judges the request exchanges of a vector file, state by state: the static replay
+/// ([`StaticJudge`]) or a live harness on real sockets.
+pub trait ExchangeJudge {
+    /// Takes in the state every following exchange runs against (the initial
+    /// resources, then each step's): the translation and who owns which endpoint.
+    /// Returns problems worth reporting (a refused config), one line each.
+    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String>;
+    /// Judges one exchange against the last converged state.
+    fn judge(&mut self, exchange: &Exchange) -> Verdict;
+}
+
+/// The static replay: routing decisions and pure outcomes, no sockets.
+#[derive(Default)]
+pub struct StaticJudge {
+    state: Option<(Tables, EndpointOwners)>,
+}
+
+impl ExchangeJudge for StaticJudge {
+    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String> {
+        let tables = Tables::new(translation.clone());
+        let refused = tables
+            .refused()
+            .into_iter()
+            .map(|refused| format!("data plane config refused by the router: {refused}"))
+            .collect();
+        self.state = Some((tables, owners.clone()));
+        refused
+    }
+
+    fn judge(&mut self, exchange: &Exchange) -> Verdict {
+        match &self.state {
+            Some((tables, owners)) => judge(tables, owners, exchange),
+            None => Verdict::Fail("no state to replay against".to_owned()),
+        }
+    }
+}
+
+/// Runs one parsed file with the static replay.
 pub fn run_file(file: &VectorFile) -> FileReport {
+    run_file_with(file, &mut StaticJudge::default())
+}
+
+/// Runs one parsed file, judging its exchanges with `exchanges`.
+pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> FileReport {
     let mut report = FileReport {
         name: file.name.clone(),
         tally: Tally::default(),
@@ -166,6 +208,7 @@ pub fn run_file(file: &VectorFile) -> FileReport {
     }
     judge_state(
         &mut report,
+        exchanges,
         &objects,
         &file.conditions,
         &file.status_checks,
@@ -197,6 +240,7 @@ pub fn run_file(file: &VectorFile) -> FileReport {
         let label = format!("step {index} ({}): ", step.description);
         judge_state(
             &mut report,
+            exchanges,
             &objects,
             &step.conditions,
             &step.status_checks,
@@ -209,6 +253,7 @@ pub fn run_file(file: &VectorFile) -> FileReport {
 
 fn judge_state(
     report: &mut FileReport,
+    exchanges: &mut dyn ExchangeJudge,
     objects: &BTreeMap<ObjectKey, Value>,
     conditions: &[ConditionCheck],
     status_checks: &[StatusCheck],
@@ -228,11 +273,8 @@ fn judge_state(
         addresses: Box::new(addresses),
     };
     let translation: Translation = translate(&store, &options);
-    let tables = Tables::new(&translation);
-    for refused in tables.refused() {
-        report.details.push(format!(
-            "  {label}data plane config refused by the router: {refused}"
-        ));
+    for problem in exchanges.converge(&translation, &owners) {
+        report.details.push(format!("  {label}{problem}"));
     }
     let mut record = |what: String, verdict: Verdict| match verdict {
         Verdict::Pass => report.tally.passed += 1,
@@ -274,14 +316,23 @@ fn judge_state(
     for exchange in requests {
         record(
             format!("request {:?}", exchange.name),
-            judge(&tables, &owners, exchange),
+            exchanges.judge(exchange),
         );
     }
 }
 
-/// Runs every vector file in `dir` and renders the report. Returns the text and the
-/// totals.
+/// Runs every vector file in `dir` with the static replay and renders the report.
+/// Returns the text and the totals.
 pub fn run_dir(dir: &Path) -> Result<(String, Tally), String> {
+    run_dir_with(dir, &mut || Box::new(StaticJudge::default()))
+}
+
+/// Runs every vector file in `dir`, each with a fresh judge from `new_judge`, and
+/// renders the report. Returns the text and the totals.
+pub fn run_dir_with(
+    dir: &Path,
+    new_judge: &mut dyn FnMut() -> Box<dyn ExchangeJudge>,
+) -> Result<(String, Tally), String> {
     let paths = vector_paths(dir).map_err(|e| e.to_string())?;
     let mut out = String::new();
     let mut total = Tally::default();
@@ -299,7 +350,7 @@ pub fn run_dir(dir: &Path) -> Result<(String, Tally), String> {
                 continue;
             }
         };
-        let report = run_file(&file);
+        let report = run_file_with(&file, new_judge().as_mut());
         if let Some(why) = &report.skipped {
             *skipped_features.entry(why.clone()).or_default() += 1;
         }

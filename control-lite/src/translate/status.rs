@@ -31,6 +31,29 @@ pub struct Translation {
     pub gateway_planes: BTreeMap<NamespacedName, DataPlaneId>,
 }
 
+impl Translation {
+    /// Every data plane's config in one, for a process that serves them all (the
+    /// embedded control plane, a test harness). Listener names carry their Gateway, so
+    /// they do not collide; certificates are listed once. `None` when nothing is
+    /// served.
+    pub fn merged_config(&self) -> Option<DataPlaneConfig> {
+        let mut planes = self.data_planes.values();
+        let mut merged = planes.next()?.clone();
+        for plane in planes {
+            merged.listeners.extend(plane.listeners.iter().cloned());
+            merged.http_routes.extend(plane.http_routes.iter().cloned());
+            merged.grpc_routes.extend(plane.grpc_routes.iter().cloned());
+            merged.tls_routes.extend(plane.tls_routes.iter().cloned());
+            for certificate in &plane.certificates {
+                if !merged.certificates.contains(certificate) {
+                    merged.certificates.push(certificate.clone());
+                }
+            }
+        }
+        Some(merged)
+    }
+}
+
 pub(super) fn build(
     _store: &Store,
     options: &Options,

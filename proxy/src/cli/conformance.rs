@@ -1,6 +1,7 @@
-//! `culvert conformance <DIR>`: replay the Gateway API conformance vectors in `DIR`
-//! through translation and the router, and print the report. Exits non-zero when any
-//! check fails.
+//! `culvert conformance <DIR> [--live]`: replay the Gateway API conformance vectors in
+//! `DIR` and print the report. Without `--live`, through translation and the router
+//! (no sockets); with it, over real sockets through a real data plane per file to
+//! echo backends on loopback. Exits non-zero when any check fails.
 
 use std::path::PathBuf;
 
@@ -9,11 +10,19 @@ use std::path::PathBuf;
 pub(crate) struct ConformanceArgs {
     /// Directory of vector files (`*.json`).
     dir: PathBuf,
+    /// Send every request over real sockets through `culvert serve` to echo backends
+    /// (binds each Gateway's 127.0.N.1 address at the vectors' ports).
+    #[arg(long)]
+    live: bool,
 }
 
 /// Runs the replay; `Ok((report, success))`.
 pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<(String, bool)> {
-    let (report, tally) =
-        culvert_control_lite::conformance::run::run_dir(&args.dir).map_err(anyhow::Error::msg)?;
+    let (report, tally) = if args.live {
+        culvert_proxy::live::run_dir_live(&args.dir)
+    } else {
+        culvert_control_lite::conformance::run::run_dir(&args.dir)
+    }
+    .map_err(anyhow::Error::msg)?;
     Ok((report, tally.failed == 0))
 }

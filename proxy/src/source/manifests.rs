@@ -67,7 +67,8 @@ impl ManifestSource {
         };
         let translation = translate(&store, &options);
         let refusals = refusals(&translation);
-        let config = merge(&translation)
+        let config = translation
+            .merged_config()
             .ok_or_else(|| SourceError::NothingToServe(self.controller_name.clone()))?;
         Ok((config, refusals))
     }
@@ -77,25 +78,6 @@ impl ManifestSource {
     pub fn changed(&self) -> bool {
         fingerprint(&self.path) != self.fingerprint
     }
-}
-
-/// Every data plane of the translation in one config (listener names carry their
-/// Gateway, so they do not collide).
-fn merge(translation: &Translation) -> Option<DataPlaneConfig> {
-    let mut planes = translation.data_planes.values();
-    let mut merged = planes.next()?.clone();
-    for plane in planes {
-        merged.listeners.extend(plane.listeners.iter().cloned());
-        merged.http_routes.extend(plane.http_routes.iter().cloned());
-        merged.grpc_routes.extend(plane.grpc_routes.iter().cloned());
-        merged.tls_routes.extend(plane.tls_routes.iter().cloned());
-        for certificate in &plane.certificates {
-            if !merged.certificates.contains(certificate) {
-                merged.certificates.push(certificate.clone());
-            }
-        }
-    }
-    Some(merged)
 }
 
 /// One line per Gateway, listener or route parent that was not accepted.

@@ -229,18 +229,20 @@ impl Worker {
             method: parts.method.as_str(),
             headers: &parts.headers,
         };
+        // A connection whose SNI chose another listener than this request's Host
+        // must not be used for it (RFC 9110 §15.5.20), whether or not a route of
+        // the Host's listener would match.
+        if let Some(Some(sni)) = &info.tls {
+            let by_sni = listener_for(&snapshot.table, info.bound, sni);
+            let by_host = listener_for(&snapshot.table, info.bound, &host);
+            if by_host.is_some() && by_host != by_sni {
+                return local_answer(StatusCode::MISDIRECTED_REQUEST);
+            }
+        }
         let Ok(found) = snapshot.table.route(&view) else {
             return local_answer(StatusCode::NOT_FOUND);
         };
         record.route = snapshot.route_label(found.route);
-        // A connection whose SNI chose another listener than this request's Host
-        // must not be reused for it (RFC 9110 §15.5.20).
-        if let Some(Some(sni)) = &info.tls {
-            let by_sni = listener_for(&snapshot.table, info.bound, sni);
-            if by_sni.is_some_and(|listener| listener != found.listener) {
-                return local_answer(StatusCode::MISDIRECTED_REQUEST);
-            }
-        }
         let rule = found.rule;
         let filters = rule.filters();
         let prefix_len = found.matched_prefix_len.unwrap_or(0);

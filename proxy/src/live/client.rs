@@ -1,0 +1,289 @@
+//! The client side of a live exchange: one request as a vector describes it, sent
+//! over a real socket (TCP, or TLS with the vector's SNI and ALPN), as HTTP/1.1,
+//! HTTP/2 (ALPN h2, or h2c with prior knowledge) or a WebSocket upgrade plus one
+//! text frame. Server certificates are not verified: the vectors say a harness may
+//! skip that, and the handshake itself is what is judged.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, Version};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Longest a client waits for an answer.
+pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which bytes go on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    Http1,
+    /// HTTP/2: over TLS with ALPN h2, or clear text with prior knowledge.
+    Http2,
+    WebSocket,
+}
+
+/// Where and how to connect.
+pub(super) struct Target {
+    pub(super) addr: SocketAddr,
+    /// `Some(sni)` for TLS.
+    pub(super) tls: Option<String>,
+    pub(super) wire: Wire,
+}
+
+/// What came back.
+pub(super) struct Answer {
+    pub(super) status: u16,
+    pub(super) headers: HeaderMap,
+    pub(super) version: Version,
+    pub(super) body: Bytes,
+    /// The echoed frame of a WebSocket exchange.
+    pub(super) websocket_echo: Option<String>,
+}
+
+/// Sends `request` (with a `Host` header for HTTP/1.1; for HTTP/2 the authority
+/// of its URI) and reads the whole answer. `Err` is a transport failure.
+pub(super) async fn exchange(
+    target: &Target,
+    request: Request<Full<Bytes>>,
+    websocket_message: Option<&str>,
+) -> Result<Answer, String> {
+    let tcp = TcpStream::connect(target.addr)
+        .await
+        .map_err(|err| format!("connecting to {}: {err}", target.addr))?;
+    let _ = tcp.set_nodelay(true);
+    match &target.tls {
+        None => over(tcp, target.wire, request, websocket_message).await,
+        Some(sni) => {
+            let alpn: &[&[u8]] = match target.wire {
+                Wire::Http2 => &[b"h2"],
+                _ => &[b"http/1.1"],
+            };
+            let name =
+                ServerName::try_from(sni.clone()).map_err(|err| format!("SNI {sni:?}: {err}"))?;
+            let tls = tokio_rustls::TlsConnector::from(client_config(alpn)?)
+                .connect(name, tcp)
+                .await
+                .map_err(|err| format!("TLS handshake: {err}"))?;
+            over(tls, target.wire, request, websocket_message).await
+        }
+    }
+}
+
+async fn over<I>(
+    io: I,
+    wire: Wire,
+    request: Request<Full<Bytes>>,
+    websocket_message: Option<&str>,
+) -> Result<Answer, String>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let response = match wire {
+        Wire::WebSocket => return websocket(io, request, websocket_message.unwrap_or("")).await,
+        Wire::Http1 => {
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+                .await
+                .map_err(|err| format!("HTTP/1.1 handshake: {err}"))?;
+            tokio::spawn(connection);
+            sender
+                .send_request(request)
+                .await
+                .map_err(|err| format!("HTTP/1.1 request: {err}"))?
+        }
+        Wire::Http2 => {
+            let (mut sender, connection) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+                    .await
+                    .map_err(|err| format!("HTTP/2 handshake: {err}"))?;
+            tokio::spawn(connection);
+            sender
+                .send_request(request)
+                .await
+                .map_err(|err| format!("HTTP/2 request: {err}"))?
+        }
+    };
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(|err| format!("reading the body: {err}"))?
+        .to_bytes();
+    Ok(Answer {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        version: parts.version,
+        body,
+        websocket_echo: None,
+    })
+}
+
+/// An HTTP/1.1 upgrade written by hand, then one masked text frame and the frame
+/// that comes back.
+async fn websocket<I>(
+    mut io: I,
+    request: Request<Full<Bytes>>,
+    message: &str,
+) -> Result<Answer, String>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+        request.method(),
+        request.uri()
+    );
+    for (name, value) in request.headers() {
+        head.push_str(name.as_str());
+        head.push_str(": ");
+        head.push_str(&String::from_utf8_lossy(value.as_bytes()));
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    io.write_all(head.as_bytes())
+        .await
+        .map_err(|err| format!("writing the upgrade: {err}"))?;
+    let mut reply = Vec::new();
+    while !reply.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        io.read_exact(&mut byte)
+            .await
+            .map_err(|err| format!("reading the upgrade answer: {err}"))?;
+        reply.push(byte[0]);
+        if reply.len() > 64 * 1024 {
+            return Err("upgrade answer head too long".to_owned());
+        }
+    }
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let status: u16 = text
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("bad status line in {text:?}"))?;
+    let mut answer = Answer {
+        status,
+        headers: HeaderMap::new(),
+        version: Version::HTTP_11,
+        body: Bytes::new(),
+        websocket_echo: None,
+    };
+    if status != 101 {
+        return Ok(answer);
+    }
+    io.write_all(&masked_text_frame(message.as_bytes()))
+        .await
+        .map_err(|err| format!("writing the frame: {err}"))?;
+    let mut header = [0u8; 2];
+    io.read_exact(&mut header)
+        .await
+        .map_err(|err| format!("reading the echoed frame: {err}"))?;
+    let len = match header[1] & 0x7f {
+        126 => {
+            let mut extended = [0u8; 2];
+            io.read_exact(&mut extended)
+                .await
+                .map_err(|err| format!("reading the frame length: {err}"))?;
+            usize::from(u16::from_be_bytes(extended))
+        }
+        127 => return Err("echoed frame too long".to_owned()),
+        short => usize::from(short),
+    };
+    let mut payload = vec![0u8; len];
+    io.read_exact(&mut payload)
+        .await
+        .map_err(|err| format!("reading the echoed payload: {err}"))?;
+    answer.websocket_echo = Some(String::from_utf8_lossy(&payload).into_owned());
+    Ok(answer)
+}
+
+/// One client text frame (RFC 6455 §5.2), masked with a fixed key.
+fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![0x81];
+    match payload.len() {
+        len @ 0..=125 => frame.push(0x80 | len as u8),
+        len => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(len.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(
+        payload
+            .iter()
+            .take(usize::from(u16::MAX))
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4]),
+    );
+    frame
+}
+
+fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
+    let provider = crate::crypto_provider();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// Accepts any server certificate but still checks handshake signatures, so the
+/// server must hold the key of the certificate it sent.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

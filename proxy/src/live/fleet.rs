@@ -1,0 +1,113 @@
+//! The echo backends of one live run: one `culvert_bench::EchoBackend` per endpoint
+//! address the translation produced, named after the Service that owns it, and the
+//! config rewritten to send each endpoint's traffic to its echo backend.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use culvert_bench::{EchoBackend, EchoConfig, SeenRequest};
+use culvert_control_lite::conformance::prepare::EndpointOwners;
+use culvert_router::DataPlaneConfig;
+use culvert_router::config::{BackendConfig, HttpFilterConfig};
+
+/// Echo backends by the endpoint address they stand in for.
+#[derive(Default)]
+pub(super) struct Fleet {
+    backends: BTreeMap<SocketAddr, (String, EchoBackend)>,
+}
+
+/// How many requests each backend had seen, to find the new ones afterwards.
+pub(super) type Counts = BTreeMap<SocketAddr, u64>;
+
+impl Fleet {
+    /// Points every endpoint of `config` at an echo backend, starting the ones not
+    /// running yet (on the current tokio runtime).
+    pub(super) async fn rewrite(
+        &mut self,
+        config: &mut DataPlaneConfig,
+        owners: &EndpointOwners,
+    ) -> Result<(), String> {
+        let mut endpoints = Vec::new();
+        for_each_backend(config, &mut |backend| {
+            endpoints.extend(backend.endpoints.iter().copied())
+        });
+        for endpoint in endpoints {
+            if self.backends.contains_key(&endpoint) {
+                continue;
+            }
+            let owner = owners
+                .owner(endpoint.ip())
+                .unwrap_or("unknown/unknown")
+                .to_owned();
+            let (namespace, service) = owner.split_once('/').unwrap_or(("", owner.as_str()));
+            let echo = EchoBackend::start(EchoConfig {
+                namespace: namespace.to_owned(),
+                ..EchoConfig::new(service)
+            })
+            .await
+            .map_err(|err| format!("starting an echo backend for {owner}: {err}"))?;
+            self.backends.insert(endpoint, (owner, echo));
+        }
+        let fleet = &self.backends;
+        for_each_backend(config, &mut |backend| {
+            for endpoint in &mut backend.endpoints {
+                if let Some((_, echo)) = fleet.get(endpoint) {
+                    *endpoint = echo.addr();
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// How many requests each backend has seen so far.
+    pub(super) fn counts(&self) -> Counts {
+        self.backends
+            .iter()
+            .map(|(endpoint, (_, echo))| (*endpoint, echo.count()))
+            .collect()
+    }
+
+    /// Every request that arrived since `before`, with the Service that received it.
+    pub(super) fn arrived_since(&self, before: &Counts) -> Vec<(String, SeenRequest)> {
+        let mut out = Vec::new();
+        for (endpoint, (owner, echo)) in &self.backends {
+            let new = echo.count() - before.get(endpoint).copied().unwrap_or(0);
+            let recent = usize::try_from(new).unwrap_or(usize::MAX);
+            out.extend(
+                echo.recent_requests(recent)
+                    .into_iter()
+                    .map(|seen| (owner.clone(), seen)),
+            );
+        }
+        out
+    }
+}
+
+/// Calls `visit` on every backend of `config`: rule backends and mirror targets.
+fn for_each_backend(config: &mut DataPlaneConfig, visit: &mut dyn FnMut(&mut BackendConfig)) {
+    let filters = |filters: &mut Vec<HttpFilterConfig>,
+                   visit: &mut dyn FnMut(&mut BackendConfig)| {
+        for filter in filters {
+            if let HttpFilterConfig::RequestMirror { request_mirror } = filter {
+                visit(&mut request_mirror.backend);
+            }
+        }
+    };
+    for route in &mut config.http_routes {
+        for rule in &mut route.rules {
+            filters(&mut rule.filters, visit);
+            for backend in &mut rule.backends {
+                filters(&mut backend.filters, visit);
+                visit(backend);
+            }
+        }
+    }
+    for route in &mut config.grpc_routes {
+        for rule in &mut route.rules {
+            filters(&mut rule.filters, visit);
+            for backend in &mut rule.backends {
+                visit(backend);
+            }
+        }
+    }
+}

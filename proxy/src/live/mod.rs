@@ -1,0 +1,429 @@
+//! The live conformance harness behind `culvert conformance DIR --live`: the same
+//! vector files as the static replay, but every exchange goes over real sockets
+//! through a real data plane ([`Server`], one per file, configured through its config
+//! API on each step) to echo backends on loopback, one per endpoint the translation
+//! produced.
+//!
+//! What a request produced is read off the wire and off the echo backends (each
+//! request carries a tag header, so copies and retries are told apart), turned into
+//! the same `Observed` the static replay computes, and judged by the same
+//! `check`. Exchanges that need what is not built yet are skipped with the reason:
+//! TLS passthrough, gRPC (no gRPC echo backend), client certificates, TLS to
+//! backends, and per-pod identities.
+//!
+//! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
+//! ports (80, 443, ...), so the harness must be allowed to bind them.
+//!
+//! Start at [`LiveJudge::new`] and [`run_dir_live`].
+
+mod client;
+mod fleet;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use culvert_control_lite::conformance::checks::Verdict;
+use culvert_control_lite::conformance::observe::{
+    Observed, check, check_distribution, check_mirrors,
+};
+use culvert_control_lite::conformance::prepare::EndpointOwners;
+use culvert_control_lite::conformance::run::{ExchangeJudge, Tally, run_dir_with};
+use culvert_control_lite::conformance::vector::{Exchange, RequestSpec};
+use culvert_control_lite::translate::Translation;
+use http::{HeaderName, HeaderValue, Request, Version};
+use http_body_util::Full;
+
+use crate::{Error, ServeConfig, Server};
+use client::{Answer, CLIENT_TIMEOUT, Target, Wire, exchange};
+use fleet::Fleet;
+
+/// The header that tags each request, so its arrival (and its copies) can be found.
+const TAG: &str = "x-culvert-conformance-tag";
+/// How long mirrored copies may take to arrive after a sample.
+const MIRROR_SETTLE: Duration = Duration::from_millis(500);
+
+/// Runs every vector file in `dir` live and renders the report (the static format).
+pub fn run_dir_live(dir: &Path) -> Result<(String, Tally), String> {
+    let mut failure = None;
+    let result = run_dir_with(dir, &mut || match LiveJudge::new() {
+        Ok(judge) => Box::new(judge),
+        Err(err) => {
+            failure = Some(err.chain());
+            Box::new(Broken(err.chain()))
+        }
+    });
+    match failure {
+        Some(why) => Err(why),
+        None => result,
+    }
+}
+
+/// A judge that could not start: every exchange fails with why.
+struct Broken(String);
+
+impl ExchangeJudge for Broken {
+    fn converge(&mut self, _: &Translation, _: &EndpointOwners) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn judge(&mut self, _: &Exchange) -> Verdict {
+        Verdict::Fail(self.0.clone())
+    }
+}
+
+/// Judges exchanges on real sockets through a data plane started for one file.
+pub struct LiveJudge {
+    runtime: tokio::runtime::Runtime,
+    fleet: Fleet,
+    server: Option<Server>,
+    version: u64,
+    /// Gateway addresses of the state being judged.
+    addresses: BTreeMap<String, IpAddr>,
+    /// Why the current state could not be served, if it could not.
+    problem: Option<String>,
+    tags: u64,
+}
+
+impl LiveJudge {
+    /// A judge with its own client runtime; the data plane starts on the first state.
+    pub fn new() -> Result<Self, Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        Ok(Self {
+            runtime,
+            fleet: Fleet::default(),
+            server: None,
+            version: 0,
+            addresses: BTreeMap::new(),
+            problem: None,
+            tags: 0,
+        })
+    }
+
+    fn serve(&mut self, translation: &Translation, owners: &EndpointOwners) -> Result<(), String> {
+        let mut config = translation.merged_config().unwrap_or_default();
+        self.version += 1;
+        config.version = self.version;
+        self.runtime
+            .block_on(self.fleet.rewrite(&mut config, owners))?;
+        match &self.server {
+            None => {
+                let serve = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+                    .with_workers(NonZeroUsize::MIN)
+                    .with_initial(config);
+                self.server = Some(Server::start(serve).map_err(|err| err.chain())?);
+            }
+            Some(server) => {
+                let control = server.control_addr();
+                let body = serde_json::to_vec(&config).map_err(|err| err.to_string())?;
+                let request = Request::put("/config")
+                    .header("host", "control")
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(body)))
+                    .map_err(|err| err.to_string())?;
+                let target = Target {
+                    addr: control,
+                    tls: None,
+                    wire: Wire::Http1,
+                };
+                let answer = self.runtime.block_on(exchange(&target, request, None))?;
+                if answer.status != 200 {
+                    return Err(format!(
+                        "config refused: {}",
+                        String::from_utf8_lossy(&answer.body)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next request tag (also the request's `{UUID}`).
+    fn next_tag(&mut self) -> String {
+        self.tags += 1;
+        tag(self.tags)
+    }
+
+    /// Sends one request of a sample, tagged `tag`, and observes it.
+    fn observe(&mut self, spec: &RequestSpec, tag: &str, expect_timeout: bool) -> Observed {
+        let failed = |why: String| Observed {
+            failure: Some(why),
+            ..Observed::default()
+        };
+        let Some(&ip) = self.addresses.get(&spec.gateway) else {
+            return failed(format!("gateway {} has no address", spec.gateway));
+        };
+        let (target, request) = match build(spec, ip, tag) {
+            Ok(built) => built,
+            Err(why) => return failed(why),
+        };
+        let before = self.fleet.counts();
+        let sent = self.runtime.block_on(async {
+            tokio::time::timeout(
+                CLIENT_TIMEOUT,
+                exchange(&target, request, spec.websocket_message.as_deref()),
+            )
+            .await
+        });
+        let answer = match sent {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(why)) => return failed(why),
+            Err(_) if expect_timeout => {
+                return Observed {
+                    status: Some(504),
+                    ..Observed::default()
+                };
+            }
+            Err(_) => return failed("client timed out".to_owned()),
+        };
+        let arrived: Vec<_> = self
+            .fleet
+            .arrived_since(&before)
+            .into_iter()
+            .filter(|(_, seen)| seen.header(TAG).contains(&tag))
+            .collect();
+        observed(&answer, &arrived)
+    }
+
+    /// Mirrored copies of the sample tagged `first..=last` that each Service got.
+    fn mirror_copies(&self, before: &fleet::Counts, tags: &[String]) -> BTreeMap<String, u32> {
+        let mut copies = BTreeMap::new();
+        for (service, seen) in self.fleet.arrived_since(before) {
+            if seen
+                .header(TAG)
+                .first()
+                .is_some_and(|tag| tags.iter().any(|t| t == tag))
+            {
+                *copies.entry(service).or_default() += 1;
+            }
+        }
+        copies
+    }
+}
+
+impl ExchangeJudge for LiveJudge {
+    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String> {
+        self.addresses = translation
+            .gateways
+            .iter()
+            .filter_map(|((namespace, name), status)| {
+                let ip = status.addresses.first()?.value.as_deref()?.parse().ok()?;
+                Some((format!("{namespace}/{name}"), ip))
+            })
+            .collect();
+        self.problem = self.serve(translation, owners).err();
+        self.problem
+            .iter()
+            .map(|why| format!("live data plane: {why}"))
+            .collect()
+    }
+
+    fn judge(&mut self, exchange: &Exchange) -> Verdict {
+        if let Some(why) = &self.problem {
+            return Verdict::Fail(format!("not served: {why}"));
+        }
+        if let Some(why) = unsupported(exchange) {
+            return Verdict::Skip(why.to_owned());
+        }
+        let expect = &exchange.expect;
+        let repeat = exchange.request.repeat.unwrap_or(1).max(1);
+        let expect_timeout = expect.status.iter().any(|s| *s == 504 || *s == 408);
+        let before = self.fleet.counts();
+        let first_tag = self.tags + 1;
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for _ in 0..repeat {
+            let tag = self.next_tag();
+            let seen = self.observe(&exchange.request, &tag, expect_timeout);
+            let mut expect = expect.clone();
+            if let Some(path) = &mut expect.backend_sees_path {
+                *path = path.replace("{UUID}", &uuid(&tag));
+            }
+            if let Err(why) = check(&expect, &seen) {
+                return Verdict::Fail(why);
+            }
+            if let Some(backend) = seen.backend {
+                *counts.entry(backend).or_default() += 1;
+            }
+        }
+        if let Err(why) = check_distribution(expect, &counts, repeat) {
+            return Verdict::Fail(why);
+        }
+        if !expect.mirrored_to.is_empty() {
+            self.runtime
+                .block_on(async { tokio::time::sleep(MIRROR_SETTLE).await });
+            let tags: Vec<String> = (first_tag..=self.tags).map(tag).collect();
+            let copies = self.mirror_copies(&before, &tags);
+            if let Err(why) = check_mirrors(expect, &copies, repeat) {
+                return Verdict::Fail(why);
+            }
+        }
+        Verdict::Pass
+    }
+}
+
+/// The tag of the `n`-th request of this process.
+fn tag(n: u64) -> String {
+    format!("{}-{n}", std::process::id())
+}
+
+/// What `{UUID}` becomes in the request tagged `tag`: unique per request, as the
+/// retry vectors need.
+fn uuid(tag: &str) -> String {
+    format!("uuid-{tag}")
+}
+
+/// Why an exchange cannot be run live yet, if it cannot.
+fn unsupported(exchange: &Exchange) -> Option<&'static str> {
+    let request = &exchange.request;
+    let expect = &exchange.expect;
+    if request.scheme == "tls" {
+        Some("TLS passthrough is not served yet")
+    } else if request.protocol.as_deref() == Some("gRPC") || expect.grpc_status.is_some() {
+        Some("no gRPC echo backend yet")
+    } else if request.client_certificate.is_some() {
+        Some("client certificates are not supported")
+    } else if expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some()
+    {
+        Some("TLS to backends is not supported")
+    } else if expect.backend_pods.is_some() {
+        Some("one echo backend stands for each Service; pods are not modelled")
+    } else {
+        None
+    }
+}
+
+/// The target and request a vector describes, tagged with `tag`.
+fn build(
+    spec: &RequestSpec,
+    ip: IpAddr,
+    tag: &str,
+) -> Result<(Target, Request<Full<Bytes>>), String> {
+    let https = spec.scheme == "https";
+    let default_port = if https { 443 } else { 80 };
+    let host = spec.host.clone().unwrap_or_else(|| {
+        if spec.port == default_port {
+            ip.to_string()
+        } else {
+            format!("{ip}:{}", spec.port)
+        }
+    });
+    let wire = match spec.protocol.as_deref() {
+        Some("HTTP/2" | "HTTP/2-prior-knowledge") => Wire::Http2,
+        Some("websocket") => Wire::WebSocket,
+        _ => Wire::Http1,
+    };
+    let sni = https.then(|| {
+        spec.sni
+            .clone()
+            .unwrap_or_else(|| culvert_router::host::normalize_request_host(&host).into_owned())
+    });
+    let path = spec
+        .path
+        .clone()
+        .unwrap_or_else(|| "/".to_owned())
+        .replace("{UUID}", &uuid(tag));
+    let uri = match wire {
+        Wire::Http2 => format!("{}://{host}{path}", if https { "https" } else { "http" }),
+        _ => path,
+    };
+    let mut request = Request::builder()
+        .method(spec.method.as_deref().unwrap_or("GET"))
+        .uri(uri)
+        .version(if wire == Wire::Http2 {
+            Version::HTTP_2
+        } else {
+            Version::HTTP_11
+        });
+    if wire != Wire::Http2 {
+        request = request.header("host", &host);
+    }
+    for (name, value) in &spec.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|err| err.to_string())?;
+        let value = HeaderValue::from_str(value).map_err(|err| err.to_string())?;
+        request = request.header(name, value);
+    }
+    if !spec.backend_response_headers.is_empty() {
+        let list: Vec<String> = spec
+            .backend_response_headers
+            .iter()
+            .map(|(name, value)| format!("{name}:{value}"))
+            .collect();
+        request = request.header("x-echo-set-header", list.join(","));
+    }
+    request = request.header(TAG, tag);
+    let request = request
+        .body(Full::new(Bytes::new()))
+        .map_err(|err| format!("building the request: {err}"))?;
+    let target = Target {
+        addr: SocketAddr::new(ip, spec.port),
+        tls: sni,
+        wire,
+    };
+    Ok((target, request))
+}
+
+/// What the answer and the backends' records show. The serving backend is the one
+/// the echo body names; failing that, the only Service that saw the request.
+fn observed(answer: &Answer, arrived: &[(String, culvert_bench::SeenRequest)]) -> Observed {
+    let named = serde_json::from_slice::<serde_json::Value>(&answer.body)
+        .ok()
+        .and_then(|echo| {
+            let namespace = echo.get("namespace")?.as_str()?.to_owned();
+            let service = echo.get("service")?.as_str()?.to_owned();
+            Some(format!("{namespace}/{service}"))
+        });
+    let backend = named.or_else(|| {
+        let mut services: Vec<&str> = arrived.iter().map(|(s, _)| s.as_str()).collect();
+        services.dedup();
+        (services.len() == 1).then(|| services[0].to_owned())
+    });
+    let seen = backend.as_ref().and_then(|backend| {
+        arrived
+            .iter()
+            .rev()
+            .find(|(service, _)| service == backend)
+            .map(|(_, seen)| seen)
+    });
+    let mut backend_headers = http::HeaderMap::new();
+    if let Some(seen) = seen {
+        for (name, value) in &seen.headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                backend_headers.append(name, value);
+            }
+        }
+    }
+    Observed {
+        status: Some(answer.status),
+        failure: None,
+        backend: backend.filter(|_| seen.is_some()),
+        backend_path: seen.map(|seen| seen.path.clone()),
+        backend_host: seen.map(|seen| seen.host.clone()),
+        backend_method: seen.map(|seen| seen.method.to_string()),
+        backend_headers,
+        response_headers: answer.headers.clone(),
+        location: answer
+            .headers
+            .get(http::header::LOCATION)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned),
+        terminated_by_backend: None,
+        protocol: Some(
+            match answer.version {
+                Version::HTTP_2 => "HTTP/2",
+                Version::HTTP_10 => "HTTP/1.0",
+                _ => "HTTP/1.1",
+            }
+            .to_owned(),
+        ),
+        websocket_echo: answer.websocket_echo.clone(),
+    }
+}
