@@ -27,10 +27,11 @@ pub enum Error {
         /// Version of the config serving.
         current: u64,
     },
-    /// The control address is reachable from other hosts but no token protects it.
+    /// The control address is reachable from other hosts without a token and TLS.
     #[error(
-        "control address {addr} is not loopback and no token is set: set --token \
-         (or CULVERT_TOKEN), or pass --insecure-control"
+        "control address {addr} is not loopback: it needs a token (--token or \
+         CULVERT_TOKEN) and TLS (--control-tls-cert and --control-tls-key), or \
+         --insecure-control"
     )]
     InsecureControl {
         /// The control address asked for.

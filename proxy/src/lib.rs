@@ -35,7 +35,7 @@ mod tls;
 mod worker;
 
 pub use access_log::AccessLog;
-pub use control::MAX_CONFIG_BYTES;
+pub use control::{ControlTlsFiles, MAX_CONFIG_BYTES};
 pub use error::Error;
 pub use server::{ServeConfig, Server};
 pub use snapshot::{Snapshot, SnapshotCell};

@@ -382,3 +382,75 @@ async fn drain_finishes_requests_in_flight_and_stops_accepting() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn the_config_api_speaks_tls_and_picks_up_a_rotated_certificate() {
+    tokio::time::timeout(LIMIT, async {
+        let ca = TestCa::new();
+        let dir = std::env::temp_dir().join(format!("culvert-control-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+        let (cert, key) = ca.leaf(&["control.example"]);
+        std::fs::write(&cert_path, &cert).unwrap();
+        std::fs::write(&key_path, &key).unwrap();
+
+        // Exposed without TLS: refused; with a token and TLS: allowed.
+        let public = SocketAddr::from(([0, 0, 0, 0], 0));
+        let refused = Server::start(ServeConfig::new(public).with_token("t"));
+        assert!(refused.unwrap_err().to_string().contains("TLS"));
+        let server = Server::start(
+            ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .with_token("t")
+                .with_control_tls(culvert_proxy::ControlTlsFiles {
+                    certificate: cert_path.clone(),
+                    private_key: key_path.clone(),
+                }),
+        )
+        .unwrap();
+        let control = server.control_addr();
+        let get_config = || {
+            Request::get("/config")
+                .header("host", "control.example")
+                .header("authorization", "Bearer t")
+                .body(Full::new(Bytes::new()))
+                .unwrap()
+        };
+        let (stream, _) =
+            tls_connect(control, "control.example", ca.client_config(&[b"http/1.1"])).await;
+        let reply = send_h1_on(stream, get_config()).await;
+        assert_eq!(reply.status, StatusCode::OK);
+        // Plain HTTP is not served on a TLS control port.
+        let plain = TcpStream::connect(control).await.unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(plain))
+                .await
+                .unwrap();
+        tokio::spawn(connection);
+        assert!(sender.send_request(get_config()).await.is_err());
+
+        // Rotate to a certificate for another name; within the poll interval the
+        // API serves it (a client checking the new name succeeds).
+        let (cert, key) = ca.leaf(&["rotated.example", "control.example.rotated"]);
+        std::fs::write(&key_path, &key).unwrap();
+        std::fs::write(&cert_path, &cert).unwrap();
+        let mut rotated = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let tcp = TcpStream::connect(control).await.unwrap();
+            let name = rustls_pki_types::ServerName::try_from("rotated.example").unwrap();
+            let connector = tokio_rustls::TlsConnector::from(ca.client_config(&[b"http/1.1"]));
+            if connector.connect(name, tcp).await.is_ok() {
+                rotated = true;
+                break;
+            }
+        }
+        assert!(
+            rotated,
+            "the rotated certificate was not served within 10 s"
+        );
+        server.shutdown();
+        std::fs::remove_dir_all(&dir).unwrap();
+    })
+    .await
+    .unwrap();
+}

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use culvert_proxy::{ManifestSource, ServeConfig, Server};
+use culvert_proxy::{ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
 
 /// Arguments of `culvert serve`.
@@ -34,8 +34,13 @@ pub(crate) struct ServeArgs {
     /// Bearer token the config API requires (default: env CULVERT_TOKEN).
     #[arg(long)]
     token: Option<String>,
-    /// Allow a non-loopback control address without a token (the control port has
-    /// no TLS yet).
+    /// PEM certificate chain of the config API (HTTPS); re-read when it changes.
+    #[arg(long, requires = "control_tls_key")]
+    control_tls_cert: Option<PathBuf>,
+    /// PEM private key of the config API.
+    #[arg(long, requires = "control_tls_cert")]
+    control_tls_key: Option<PathBuf>,
+    /// Allow a non-loopback control address without both a token and TLS.
     #[arg(long)]
     insecure_control: bool,
     /// `controllerName` of the GatewayClasses this plane serves from manifests.
@@ -69,6 +74,13 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         .with_insecure_control(args.insecure_control)
         .with_trusted_hops(args.trusted_hops)
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));
+    if let (Some(certificate), Some(private_key)) = (&args.control_tls_cert, &args.control_tls_key)
+    {
+        config = config.with_control_tls(ControlTlsFiles {
+            certificate: certificate.clone(),
+            private_key: private_key.clone(),
+        });
+    }
     if let Some(workers) = args.workers {
         config = config.with_workers(workers);
     }

@@ -19,10 +19,10 @@
 //! translation, with the next version; a broken edit is reported and the running
 //! config stays.
 //!
-//! With a token set, `/config` and `/drain` need `Authorization: Bearer <token>` (compared in
-//! constant time) → 401 otherwise. The control port speaks plain HTTP for now (TLS is
-//! a later step), which is why a non-loopback control address needs a token or an
-//! explicit `--insecure-control`.
+//! With TLS files set ([`ControlTlsFiles`]) the API speaks HTTPS only; the files
+//! are re-read when they change. With a token set, `/config` and `/drain` need `Authorization: Bearer <token>` (compared in
+//! constant time) → 401 otherwise. A non-loopback control address needs both a token
+//! and TLS, unless explicitly overridden (`--insecure-control`).
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -42,11 +42,18 @@ use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 use tokio::task::LocalSet;
 
+mod tls;
+
+pub(crate) use tls::ControlTls;
+pub use tls::ControlTlsFiles;
+
 use crate::metrics::{self, ControlStats, StatsSnapshot};
 use crate::{Error, ManifestSource, SnapshotCell};
 
 /// Largest accepted config document.
 pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+/// How long a client of the API may take to finish a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `/metrics` waits for each worker's stats.
 const SCRAPE_WAIT: Duration = Duration::from_secs(1);
 /// How often the manifests of a file source are checked for changes.
@@ -77,6 +84,8 @@ pub(crate) struct Control {
     pub(crate) source: Option<RefCell<ManifestSource>>,
     /// Config version, swaps and rejections, for `/metrics`.
     pub(crate) stats: ControlStats,
+    /// TLS of the API itself, if configured.
+    pub(crate) tls: Option<ControlTls>,
 }
 
 /// Starts the control thread on an already bound, non-blocking `listener`; it stops
@@ -127,20 +136,40 @@ async fn serve(
                     continue;
                 };
                 let control = Rc::clone(&control);
+                let acceptor = control.tls.as_ref().map(ControlTls::acceptor);
                 tokio::task::spawn_local(async move {
-                    let service = service_fn(move |request| {
-                        let control = Rc::clone(&control);
-                        async move { Ok::<_, std::convert::Infallible>(control.handle(request).await) }
-                    });
-                    let _ = http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(Duration::from_secs(10))
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match acceptor {
+                        None => serve_connection(control, stream).await,
+                        Some(acceptor) => {
+                            let handshake = tokio::time::timeout(
+                                HANDSHAKE_TIMEOUT,
+                                acceptor.accept(stream),
+                            );
+                            if let Ok(Ok(stream)) = handshake.await {
+                                serve_connection(control, stream).await;
+                            }
+                        }
+                    }
                 });
             }
         }
     }
+}
+
+/// Serves config API requests on one connection until it closes.
+async fn serve_connection<I>(control: Rc<Control>, io: I)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let service = service_fn(move |request| {
+        let control = Rc::clone(&control);
+        async move { Ok::<_, std::convert::Infallible>(control.handle(request).await) }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10))
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 impl Control {
@@ -331,8 +360,19 @@ impl Control {
         }
     }
 
-    /// Recompiles the serving config if a certificate file it names has changed.
+    /// Recompiles the serving config if a certificate file it names has changed, and
+    /// re-reads the API's own certificate if its files changed.
     async fn reload_certificates(&self) {
+        if let Some(tls) = &self.tls {
+            match tls.reload_if_changed() {
+                Ok(true) => eprintln!("culvert: control certificate files changed; reloaded"),
+                Ok(false) => {}
+                Err(err) => eprintln!(
+                    "culvert: control certificate files changed but do not load; still serving the old ones: {}",
+                    err.chain()
+                ),
+            }
+        }
         match self.cell.reload_changed_files() {
             Ok(true) => {
                 eprintln!("culvert: certificate files changed; reloaded");
@@ -424,13 +464,15 @@ fn json(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
     response
 }
 
-/// Whether the control address may be used with this token setting.
+/// Whether the control address may be used with these settings: loopback always;
+/// any other address only with both a token and TLS, or when `insecure` says so.
 pub(crate) fn check_exposure(
     addr: SocketAddr,
     token: Option<&str>,
+    tls: bool,
     insecure: bool,
 ) -> Result<(), Error> {
-    if addr.ip().is_loopback() || token.is_some() || insecure {
+    if addr.ip().is_loopback() || (token.is_some() && tls) || insecure {
         Ok(())
     } else {
         Err(Error::InsecureControl { addr })

@@ -24,14 +24,14 @@ fn json_content_types() {
 }
 
 #[test]
-fn exposed_control_needs_a_token() {
+fn exposed_control_needs_a_token_and_tls() {
     let public: SocketAddr = "0.0.0.0:8081".parse().unwrap();
     let loopback: SocketAddr = "[::1]:8081".parse().unwrap();
-    assert!(matches!(
-        check_exposure(public, None, false),
-        Err(Error::InsecureControl { .. })
-    ));
-    assert!(check_exposure(public, Some("t"), false).is_ok());
-    assert!(check_exposure(public, None, true).is_ok());
-    assert!(check_exposure(loopback, None, false).is_ok());
+    let refused = |result: Result<(), Error>| matches!(result, Err(Error::InsecureControl { .. }));
+    assert!(refused(check_exposure(public, None, false, false)));
+    assert!(refused(check_exposure(public, Some("t"), false, false)));
+    assert!(refused(check_exposure(public, None, true, false)));
+    assert!(check_exposure(public, Some("t"), true, false).is_ok());
+    assert!(check_exposure(public, None, false, true).is_ok());
+    assert!(check_exposure(loopback, None, false, false).is_ok());
 }

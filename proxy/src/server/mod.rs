@@ -21,7 +21,7 @@ use std::sync::{Arc, mpsc};
 use culvert_router::DataPlaneConfig;
 use tokio::sync::watch;
 
-use crate::control::{self, Control, WorkerLink};
+use crate::control::{self, Control, ControlTls, ControlTlsFiles, WorkerLink};
 use crate::metrics::ControlStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
 use crate::{AccessLog, Error, ManifestSource, SnapshotCell};
@@ -37,8 +37,11 @@ pub struct ServeConfig {
     pub workers: Option<NonZeroUsize>,
     /// Bearer token the config API requires, if any.
     pub token: Option<String>,
-    /// Allow a non-loopback control address without a token.
+    /// Allow a non-loopback control address without a token and TLS.
     pub insecure_control: bool,
+    /// Certificate and key files of the config API; without them it speaks plain
+    /// HTTP (allowed on loopback only, unless `insecure_control`).
+    pub control_tls: Option<ControlTlsFiles>,
     /// Config to serve from the start; without one, the plane waits for
     /// `PUT /config`.
     pub initial: Option<DataPlaneConfig>,
@@ -61,6 +64,7 @@ impl Default for ServeConfig {
             insecure_control: false,
             initial: None,
             trusted_hops: 0,
+            control_tls: None,
             manifests: None,
             access_log: None,
         }
@@ -94,6 +98,13 @@ impl ServeConfig {
     #[must_use]
     pub fn with_insecure_control(mut self, insecure: bool) -> Self {
         self.insecure_control = insecure;
+        self
+    }
+
+    /// Sets [`ServeConfig::control_tls`].
+    #[must_use]
+    pub fn with_control_tls(mut self, files: ControlTlsFiles) -> Self {
+        self.control_tls = Some(files);
         self
     }
 
@@ -148,8 +159,14 @@ impl Server {
         control::check_exposure(
             config.control,
             config.token.as_deref(),
+            config.control_tls.is_some(),
             config.insecure_control,
         )?;
+        let control_tls = config
+            .control_tls
+            .clone()
+            .map(ControlTls::load)
+            .transpose()?;
         let cell = Arc::new(SnapshotCell::new());
         if let Some(initial) = &config.initial {
             cell.apply(initial)?;
@@ -237,6 +254,7 @@ impl Server {
             draining: Arc::clone(&server.draining),
             source: config.manifests.map(RefCell::new),
             stats: ControlStats::new(),
+            tls: control_tls,
         };
         control.stats.set_workers(workers);
         if let Some(snapshot) = control.cell.load_full() {

@@ -1,0 +1,207 @@
+//! The `culvert serve` binary end to end: SIGTERM drains (requests in flight finish,
+//! then exit 0), and Gateway API manifests are followed (a good edit is served, a
+//! broken one is reported and the running config stays).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use culvert_bench::{EchoBackend, EchoConfig};
+use http::StatusCode;
+use serde_json::json;
+use support::{free_port, get};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("culvert-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn wait_until_listening(addr: SocketAddr) {
+    let start = Instant::now();
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{addr} never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("slow")).await.unwrap();
+        let port = free_port();
+        let dir = temp_dir("drain");
+        let config = dir.join("config.json");
+        let document = json!({
+            "version": 1,
+            "listeners": [{"name": "web", "address": "127.0.0.1", "port": port, "protocol": "HTTP"}],
+            "httpRoutes": [{"name": "r", "listeners": ["web"], "rules": [
+                {"backends": [{"name": "slow", "endpoints": [echo.addr().to_string()]}]}]}]
+        });
+        std::fs::write(&config, document.to_string()).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+            .args(["serve", "--control", "127.0.0.1:0", "--workers", "2", "--no-access-log"])
+            .args(["--drain-grace", "10s", "--config"])
+            .arg(&config)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        wait_until_listening(addr).await;
+        let in_flight: Vec<_> = (0..3)
+            .map(|_| tokio::spawn(get(addr, "x", "/?delay=700ms")))
+            .collect();
+        let start = Instant::now();
+        while echo.count() < 3 {
+            assert!(start.elapsed() < Duration::from_secs(10), "requests never arrived");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        for request in in_flight {
+            assert_eq!(request.await.unwrap().status, StatusCode::OK);
+        }
+        let status = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&status.stderr);
+        assert!(status.status.success(), "exit {:?}: {stderr}", status.status);
+        assert!(stderr.contains("drained"), "{stderr}");
+        assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    })
+    .await
+    .unwrap();
+}
+
+const MANIFESTS: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: culvert}
+spec: {controllerName: culvert.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: default}
+spec:
+  gatewayClassName: culvert
+  listeners: [{name: http, port: PORT, protocol: HTTP}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: default}
+spec: {ports: [{name: http, port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: api-1, namespace: default, labels: {kubernetes.io/service-name: api}}
+addressType: IPv4
+endpoints: [{addresses: ["127.0.0.1"]}]
+ports: [{name: http, port: BACKEND}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: default}
+spec:
+  parentRefs: [{name: edge}]
+  hostnames: [www.example.com]
+  rules:
+    - filters:
+        - type: RequestHeaderModifier
+          requestHeaderModifier: {set: [{name: x-edition, value: EDITION}]}
+      backendRefs: [{name: api, port: 80}]
+"#;
+
+#[tokio::test]
+async fn manifests_are_followed_and_a_broken_edit_keeps_the_running_config() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("api")).await.unwrap();
+        let port = free_port();
+        let dir = temp_dir("manifests");
+        let file = dir.join("gateway.yaml");
+        let render = |edition: &str| {
+            MANIFESTS
+                .replace("PORT", &port.to_string())
+                .replace("BACKEND", &echo.addr().port().to_string())
+                .replace("EDITION", edition)
+        };
+        std::fs::write(&file, render("first")).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+            .args([
+                "serve",
+                "--control",
+                "127.0.0.1:0",
+                "--workers",
+                "1",
+                "--no-access-log",
+            ])
+            .arg("--config")
+            .arg(&dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        wait_until_listening(addr).await;
+        let edition = || async {
+            let reply = get(addr, "www.example.com", "/").await;
+            assert_eq!(reply.status, StatusCode::OK);
+            reply.json()["headers"]["X-Edition"][0]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(edition().await, "first");
+
+        std::fs::write(&file, render("second")).unwrap();
+        let start = Instant::now();
+        while edition().await != "second" {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "edit never served"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        std::fs::write(&file, "kind: HTTPRoute\nspec: [broken").unwrap();
+        let start = Instant::now();
+        while !log.lock().unwrap().contains("refused") {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "broken edit never reported"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(edition().await, "second", "the running config stays");
+        child.kill().unwrap();
+        let _ = child.wait();
+        std::fs::remove_dir_all(&dir).unwrap();
+    })
+    .await
+    .unwrap();
+}
