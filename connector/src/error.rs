@@ -1,8 +1,13 @@
 //! The crate's one error type.
 //!
-//! Every failure the protocol core can report is a variant of [`Error`]. Peer input
-//! never panics: malformed tokens, frames, Cap'n Proto messages, RPC sequences and
-//! metadata all end up here, with a message naming what was wrong.
+//! Every failure the protocol core, the QUIC driver or the edge simulator can report
+//! is a variant of [`Error`]. Peer input never panics: malformed tokens, frames,
+//! Cap'n Proto messages, RPC sequences and metadata all end up here, with a message
+//! naming what was wrong.
+
+use std::net::SocketAddr;
+
+use crate::proto::RegistrationError;
 
 /// Everything that can fail in `culvert-connector`.
 #[non_exhaustive]
@@ -55,4 +60,35 @@ pub enum Error {
     /// A reply was given for a call that does not exist or was already answered.
     #[error("no pending call with id {0}")]
     UnknownCall(u32),
+    /// A socket or file operation failed.
+    #[error("{what}")]
+    Io {
+        /// What was being done, e.g. `reading /tmp/ca.pem`.
+        what: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Trust roots, certificates or keys could not be set up.
+    #[error("tls setup failed: {0}")]
+    Tls(String),
+    /// The tunnel or simulator configuration is not usable.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A QUIC connection to the edge could not be established or was lost.
+    #[error("quic connection to {addr} failed: {reason}")]
+    Quic {
+        /// The edge address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// The edge refused a registration for good; the tunnel stops.
+    #[error("connection {conn_index} could not register: {error}")]
+    Registration {
+        /// The HA connection index.
+        conn_index: u8,
+        /// The edge's answer, classified.
+        error: RegistrationError,
+    },
 }

@@ -14,8 +14,15 @@
 //!   [`proto::ConnectRequest`] / [`proto::ConnectResponse`] codec that consumes
 //!   exactly one message, and the metadata conventions ([`proto::metadata`]).
 //!
-//! Still to come: the QUIC driver (`io`), which will only move bytes and timers, the
-//! HTTP/2 transport and the edge simulator. Nothing here is wired into the binary yet.
+//! On top of it:
+//!
+//! * [`io`], the QUIC driver (quinn, tokio, rustls with aws-lc-rs): HA connections,
+//!   registration, request streams handed to a [`io::TunnelHandler`], reconnects,
+//!   drain and readiness. It only moves bytes and timers.
+//! * [`sim`], the edge simulator behind the `culvert-edge-sim` binary: plays
+//!   Cloudflare's side on loopback for tests, benchmarks and unmodified cloudflared.
+//!
+//! Still to come: the HTTP/2 transport and SRV edge discovery.
 //!
 //! It must never route requests itself: requests arriving on tunnel streams are handed
 //! to the data plane, which routes them with the same `culvert-router` table as its own
@@ -23,6 +30,8 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod io;
 pub mod proto;
+pub mod sim;
 
 pub use error::Error;

@@ -62,8 +62,15 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
             .unwrap();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         wait_until_listening(addr).await;
+        assert_workers_pinned(child.id());
+        let slow = || {
+            http::Request::get("/?delay=700ms")
+                .header("host", "x")
+                .body(http_body_util::Full::new(bytes::Bytes::new()))
+                .unwrap()
+        };
         let in_flight: Vec<_> = (0..3)
-            .map(|_| tokio::spawn(get(addr, "x", "/?delay=700ms")))
+            .map(|_| tokio::spawn(support::try_send(addr, slow())))
             .collect();
         let start = Instant::now();
         while echo.count() < 3 {
@@ -75,14 +82,18 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
             .status()
             .unwrap();
         assert!(killed.success());
+        let mut results = Vec::new();
         for request in in_flight {
-            assert_eq!(request.await.unwrap().status, StatusCode::OK);
+            results.push(request.await.unwrap().map(|reply| reply.status));
         }
         let status = tokio::task::spawn_blocking(move || child.wait_with_output())
             .await
             .unwrap()
             .unwrap();
         let stderr = String::from_utf8_lossy(&status.stderr);
+        for result in results {
+            assert_eq!(result, Ok(StatusCode::OK), "{stderr}");
+        }
         assert!(status.status.success(), "exit {:?}: {stderr}", status.status);
         assert!(stderr.contains("drained"), "{stderr}");
         assert!(tokio::net::TcpStream::connect(addr).await.is_err());
@@ -90,6 +101,39 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
     })
     .await
     .unwrap();
+}
+
+/// Each worker thread of `pid` may run on exactly one CPU, and two workers share
+/// one only when this machine lets the process use a single CPU.
+fn assert_workers_pinned(pid: u32) {
+    let allowed = |status: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+            .map(|list| list.trim().to_owned())
+            .unwrap()
+    };
+    let mine = allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    let mut workers = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        let comm = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if comm.trim().starts_with("culvert-worker") {
+            workers.push(allowed(
+                &std::fs::read_to_string(task.join("status")).unwrap(),
+            ));
+        }
+    }
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    for cpus in &workers {
+        assert!(cpus.parse::<usize>().is_ok(), "worker may run on {cpus}");
+    }
+    let single = mine.parse::<usize>().is_ok();
+    assert_eq!(
+        workers[0] == workers[1],
+        single,
+        "workers {workers:?}, process {mine}"
+    );
 }
 
 const MANIFESTS: &str = r#"

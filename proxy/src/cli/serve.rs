@@ -31,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// Worker threads (default: available parallelism).
     #[arg(long)]
     workers: Option<NonZeroUsize>,
+    /// Do not pin worker threads to cores (pinned by default: worker i on the i-th
+    /// core this process may use).
+    #[arg(long)]
+    no_pin: bool,
     /// Bearer token the config API requires (default: env CULVERT_TOKEN).
     #[arg(long)]
     token: Option<String>,
@@ -73,6 +77,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
     let mut config = ServeConfig::new(args.control)
         .with_insecure_control(args.insecure_control)
         .with_trusted_hops(args.trusted_hops)
+        .with_pinned_workers(!args.no_pin)
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));
     if let (Some(certificate), Some(private_key)) = (&args.control_tls_cert, &args.control_tls_key)
     {
@@ -102,6 +107,13 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
             )),
         };
     }
+    // Signal handlers first: a SIGTERM that arrives while the workers already serve
+    // must drain, not kill the process with the default disposition.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the signal runtime")?;
+    let signals = runtime.block_on(async { Signals::new() })?;
     let server = Server::start(config).context("starting the data plane")?;
     if let Some(snapshot) = server.snapshot().load_full() {
         let addrs: Vec<String> = snapshot
@@ -116,11 +128,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         );
     }
     eprintln!("culvert: config API on http://{}", server.control_addr());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("building the signal runtime")?;
-    let drained = runtime.block_on(drain_on_signal(&server, args.drain_grace))?;
+    let drained = runtime.block_on(drain_on_signal(&server, signals, args.drain_grace));
     if !drained {
         eprintln!("culvert: stopping with requests still in flight");
     }
@@ -150,8 +158,7 @@ fn read_data_plane_config(path: &Path) -> anyhow::Result<Option<DataPlaneConfig>
 
 /// Waits for a signal or `POST /drain`, drains within `grace`, and returns whether
 /// every worker drained in time (a second signal gives up at once).
-async fn drain_on_signal(server: &Server, grace: Duration) -> anyhow::Result<bool> {
-    let mut signals = Signals::new()?;
+async fn drain_on_signal(server: &Server, mut signals: Signals, grace: Duration) -> bool {
     tokio::select! {
         () = signals.next() => eprintln!("culvert: signal received; draining (grace {grace:?})"),
         () = server.drain_requested() => eprintln!("culvert: drain requested; draining (grace {grace:?})"),
@@ -160,35 +167,33 @@ async fn drain_on_signal(server: &Server, grace: Duration) -> anyhow::Result<boo
     tokio::select! {
         () = server.wait_drained() => {
             eprintln!("culvert: drained");
-            Ok(true)
+            true
         }
-        () = tokio::time::sleep(grace) => Ok(false),
-        () = signals.next() => Ok(false),
+        () = tokio::time::sleep(grace) => false,
+        () = signals.next() => false,
     }
 }
 
-/// SIGINT and (on Unix) SIGTERM as one stream.
+/// SIGINT and SIGTERM as one stream; the handlers are installed on creation (which
+/// must happen inside a tokio runtime).
 struct Signals {
-    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl Signals {
     fn new() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
-            #[cfg(unix)]
-            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .context("listening for SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
         })
     }
 
     async fn next(&mut self) {
-        #[cfg(unix)]
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => {}
         }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -35,6 +35,9 @@ pub struct ServeConfig {
     pub control: SocketAddr,
     /// Worker threads; `None` = available parallelism.
     pub workers: Option<NonZeroUsize>,
+    /// Pin worker `i` to the `i`-th core this process may run on (modulo their
+    /// number), so each runtime keeps its caches and its connections stay on one core.
+    pub pin_workers: bool,
     /// Bearer token the config API requires, if any.
     pub token: Option<String>,
     /// Allow a non-loopback control address without a token and TLS.
@@ -60,6 +63,7 @@ impl Default for ServeConfig {
         Self {
             control: SocketAddr::from(([127, 0, 0, 1], 8081)),
             workers: None,
+            pin_workers: false,
             token: None,
             insecure_control: false,
             initial: None,
@@ -84,6 +88,13 @@ impl ServeConfig {
     #[must_use]
     pub fn with_workers(mut self, workers: NonZeroUsize) -> Self {
         self.workers = Some(workers);
+        self
+    }
+
+    /// Sets [`ServeConfig::pin_workers`].
+    #[must_use]
+    pub fn with_pinned_workers(mut self, pin: bool) -> Self {
+        self.pin_workers = pin;
         self
     }
 
@@ -216,6 +227,11 @@ impl Server {
             Some(sample) => AccessLog::start(sample)?,
             None => AccessLog::off(),
         });
+        let cores = if config.pin_workers {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut links = Vec::with_capacity(workers);
         for index in 0..workers {
@@ -233,6 +249,7 @@ impl Server {
                 drained: drained_tx,
                 access_log: Arc::clone(&access_log),
                 scrape: scrape_rx,
+                core: (!cores.is_empty()).then(|| cores[index % cores.len()]),
             };
             let thread = worker::spawn(index, Arc::clone(&cell), channels, ready_tx.clone())?;
             server.threads.push(thread);

@@ -57,6 +57,8 @@ pub(crate) struct WorkerChannels {
     pub(crate) access_log: Arc<AccessLog>,
     /// Scrape requests from the control thread, answered with a copy of the stats.
     pub(crate) scrape: tokio::sync::mpsc::Receiver<oneshot::Sender<StatsSnapshot>>,
+    /// The core to pin the thread to, if any.
+    pub(crate) core: Option<core_affinity::CoreId>,
 }
 
 /// Starts worker `index` on its own thread. It reports on `ready` once it has bound
@@ -80,6 +82,11 @@ fn run(
     channels: WorkerChannels,
     ready: &mpsc::Sender<Result<(), Error>>,
 ) {
+    if let Some(core) = channels.core {
+        if !core_affinity::set_for_current(core) {
+            eprintln!("culvert: worker {index}: could not pin to core {}", core.id);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -102,6 +109,7 @@ fn run(
             drained,
             access_log,
             mut scrape,
+            core: _,
         } = channels;
         let worker = Rc::new(Worker::new(
             index,

@@ -50,6 +50,32 @@ pub async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Reply {
     }
 }
 
+/// Sends one request on a new connection; `Err` says what failed.
+pub async fn try_send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Result<Reply, String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|err| format!("connect: {err}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|err| format!("handshake: {err}"))?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|err| format!("request: {err:?}"))?;
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map_err(|err| format!("body: {err:?}"))?
+        .to_bytes();
+    Ok(Reply {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
+
 /// A GET of `path` with `Host: host`.
 pub async fn get(addr: SocketAddr, host: &str, path: &str) -> Reply {
     let request = Request::get(path)

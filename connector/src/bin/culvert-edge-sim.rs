@@ -1,0 +1,80 @@
+//! `culvert-edge-sim`: the edge simulator as a program (see `culvert_connector::sim`).
+//!
+//! Parses the command line, starts the simulator, prints where it listens and runs
+//! until SIGINT or SIGTERM. Everything else lives in the library.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use clap::Parser;
+use culvert_connector::proto::TunnelToken;
+use culvert_connector::sim::{EdgeSim, STATUS_PATH, SimConfig};
+
+/// Plays Cloudflare's edge for Cloudflare Tunnel connectors, on loopback.
+#[derive(Debug, Parser)]
+#[command(name = "culvert-edge-sim", version)]
+struct Args {
+    /// QUIC listener addresses (one per HA connection; port 0 picks a free port).
+    #[arg(long = "quic", value_name = "ADDR", num_args = 1.., required = true)]
+    quic: Vec<SocketAddr>,
+    /// HTTP/2 listener addresses (not supported yet).
+    #[arg(long = "h2", value_name = "ADDR", num_args = 1..)]
+    h2: Vec<SocketAddr>,
+    /// Plain HTTP listener that forwards requests through the tunnel.
+    #[arg(long, value_name = "ADDR")]
+    http: SocketAddr,
+    /// Directory for ca.pem, ca-key.pem, edge-addrs, http-addr and tunnel-token.
+    #[arg(long = "state-dir", value_name = "DIR")]
+    state_dir: PathBuf,
+    /// Accept the token in this file instead of the state directory's (or a new one).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Do not log events to stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if !args.h2.is_empty() {
+        bail!("--h2: the HTTP/2 transport is not supported yet; use --quic");
+    }
+    let token = match &args.token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(TunnelToken::parse(&text).with_context(|| format!("parsing {}", path.display()))?)
+        }
+        None => None,
+    };
+    let config = SimConfig {
+        quic: args.quic,
+        http: args.http,
+        state_dir: Some(args.state_dir.clone()),
+        token,
+        log: !args.quiet,
+        ..SimConfig::loopback()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let sim = EdgeSim::start(config).await?;
+        for addr in sim.quic_addrs() {
+            println!("quic {addr}");
+        }
+        println!("http {}", sim.http_addr());
+        println!("status http://{}{STATUS_PATH}", sim.http_addr());
+        println!("state {}", args.state_dir.display());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        sim.shutdown().await;
+        Ok(())
+    })
+}

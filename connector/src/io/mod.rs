@@ -1,0 +1,58 @@
+//! The QUIC driver: moves bytes and timers between quinn/tokio and the sans-IO
+//! [`proto`](crate::proto) core. It never makes a protocol decision of its own.
+//!
+//! Where to start:
+//! * [`Tunnel`] (in `tunnel.rs`): configuration ([`TunnelConfig`]), HA connections,
+//!   reconnect backoff, drain and readiness ([`TunnelStatus`]).
+//! * [`TunnelHandler`] (in `handler.rs`): what the data plane implements to serve
+//!   requests; the module doc there has the per-connection-type contract.
+//! * `connection.rs`: one QUIC connection, from dial to close; `stream.rs`: one
+//!   request stream.
+//!
+//! Threading model: [`Tunnel`] is `Send + Sync` and shared by all workers; each
+//! worker runs some connection indices with [`Tunnel::spawn_local`] on its own
+//! current-thread runtime inside a `LocalSet`. Connections, streams, handlers and
+//! their futures stay on that thread and need not be `Send`:
+//!
+//! ```no_run
+//! # use std::rc::Rc;
+//! # use culvert_connector::io::{Tunnel, TunnelConfig, TunnelHandler, ServeFuture, TunnelBody, BoxBody};
+//! # fn handler() -> Rc<dyn TunnelHandler> {
+//! #     Rc::new(|_req: http::Request<TunnelBody>| -> ServeFuture { Box::pin(async { Err("x".into()) }) })
+//! # }
+//! # async fn example(config: TunnelConfig) -> Result<(), culvert_connector::Error> {
+//! let tunnel = Tunnel::new(config)?;
+//! // On each worker, inside its LocalSet:
+//! tunnel.spawn_local(tunnel.connection_indices(), handler());
+//! tunnel.wait_registered(1).await?;   // readiness: tunnel.status()
+//! tunnel.drain();                      // SIGTERM or POST /drain
+//! tunnel.closed().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Not done yet: SRV edge discovery (static `edges` only), the HTTP/2 transport and
+//! `--protocol auto`, edge-opened RPC streams (configuration push, UDP sessions) and
+//! datagrams (accepted and ignored).
+
+mod backoff;
+mod body;
+mod connection;
+mod handler;
+pub(crate) mod stream;
+mod tls;
+mod tunnel;
+
+pub use backoff::{Backoff, BackoffConfig};
+pub use body::{TunnelBody, TunnelStream, TunnelUpgrade};
+pub use handler::{BoxBody, BoxError, ServeFuture, StreamInfo, TunnelHandler, box_body};
+pub use tls::{ALPN, EdgeRoots, H2_SERVER_NAME, IDLE_TIMEOUT, KEEP_ALIVE, QUIC_SERVER_NAME};
+pub use tunnel::{
+    ConnectionState, ConnectionStatus, DEFAULT_FEATURES, DEFAULT_GRACE_PERIOD,
+    DEFAULT_HA_CONNECTIONS, DEFAULT_MAX_CONCURRENT_STREAMS, MAX_GRACE_PERIOD, Tunnel, TunnelConfig,
+    TunnelFailure, TunnelStatus,
+};
+
+pub(crate) use body::{InFlight, InFlightGuard};
+pub(crate) use tls::{crypto_provider, pem_certificates, transport};
+pub(crate) use tunnel::{random_bytes, random_uuid};

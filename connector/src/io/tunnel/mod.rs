@@ -1,0 +1,619 @@
+//! The tunnel: configuration, HA connections, reconnects, drain and readiness
+//! (spec §6).
+//!
+//! [`Tunnel::new`] validates a [`TunnelConfig`] and builds the shared, `Send + Sync`
+//! part (TLS config, address pool, status channel, drain signal). Each worker thread
+//! then calls [`Tunnel::spawn_local`] for the connection indices it owns; every index
+//! runs on that thread (connIndex 0 first, the others once anything registered,
+//! `ha_stagger` apart), reconnecting with jittered exponential backoff. `EDUPCONN`
+//! and idle timeouts move an index to another edge address; a permanent
+//! registration error before anything registered stops the whole tunnel (except a
+//! cause containing `Unauthorized`, which is retried). [`Tunnel::status`] is the
+//! readiness source; [`Tunnel::drain`] starts the graceful shutdown.
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::backoff::{Backoff, BackoffConfig};
+use super::connection::{self, Outcome};
+use super::handler::TunnelHandler;
+use super::tls::{self, EdgeRoots};
+use crate::Error;
+use crate::proto::control::DEFAULT_RPC_TIMEOUT;
+use crate::proto::{ConnectionDetails, RegistrationError, TunnelToken, Uuid};
+
+/// The most HA connections cloudflared opens by default.
+pub const DEFAULT_HA_CONNECTIONS: u8 = 4;
+/// cloudflared's default `--grace-period`.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+/// cloudflared refuses a longer `--grace-period`.
+pub const MAX_GRACE_PERIOD: Duration = Duration::from_secs(180);
+/// The default bound on concurrent edge-opened streams per connection.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
+
+/// The features every connection announces (spec §3.4; datagram v2 only).
+pub const DEFAULT_FEATURES: &[&str] = &[
+    "allow_remote_config",
+    "serialized_headers",
+    "support_datagram_v2",
+    "support_quic_eof",
+    "management_logs",
+];
+
+/// Everything a tunnel needs. Build with [`TunnelConfig::new`], adjust the fields,
+/// then hand it to [`Tunnel::new`], which validates it.
+#[derive(Debug, Clone)]
+pub struct TunnelConfig {
+    /// The connector token (`--token`).
+    pub token: TunnelToken,
+    /// Static edge addresses (`--edge`); HA connections are capped at their number.
+    /// SRV discovery (`_v2-origintunneld._tcp.argotunnel.com`) is not implemented.
+    pub edges: Vec<SocketAddr>,
+    /// Which CAs are trusted for the edge certificate.
+    pub roots: EdgeRoots,
+    /// How many HA connections (connIndex `0..n`); default 4.
+    pub ha_connections: u8,
+    /// Delay between starting consecutive HA connections (cloudflared: 1 s).
+    pub ha_stagger: Duration,
+    /// How long in-flight streams are served after unregistering; at most 3 min.
+    pub grace_period: Duration,
+    /// Timeout of each control-stream RPC (cloudflared's `--rpc-timeout`, 5 s).
+    pub rpc_timeout: Duration,
+    /// Reconnect backoff.
+    pub backoff: BackoffConfig,
+    /// Bound on concurrent streams the edge may open on one connection.
+    pub max_concurrent_streams: u32,
+    /// The connector UUID sent as `ClientInfo.clientId`; random when `None`.
+    pub client_id: Option<Uuid>,
+    /// `ClientInfo.version`.
+    pub version: String,
+    /// `ClientInfo.arch`, `GOOS_GOARCH` style.
+    pub arch: String,
+    /// `ClientInfo.features`.
+    pub features: Vec<String>,
+    /// The JSON sent with `updateLocalConfiguration` on connIndex 0.
+    pub local_config: Vec<u8>,
+    /// Seed of the backoff jitter; random when `None` (tests pin it).
+    pub seed: Option<u64>,
+}
+
+impl TunnelConfig {
+    /// A configuration with cloudflared's defaults and the system trust store.
+    pub fn new(token: TunnelToken, edges: Vec<SocketAddr>) -> Self {
+        let arch = match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            other => other,
+        };
+        Self {
+            token,
+            edges,
+            roots: EdgeRoots::default(),
+            ha_connections: DEFAULT_HA_CONNECTIONS,
+            ha_stagger: Duration::from_secs(1),
+            grace_period: DEFAULT_GRACE_PERIOD,
+            rpc_timeout: DEFAULT_RPC_TIMEOUT,
+            backoff: BackoffConfig::default(),
+            max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            client_id: None,
+            version: format!("culvert-{}", env!("CARGO_PKG_VERSION")),
+            arch: format!("{}_{arch}", std::env::consts::OS),
+            features: DEFAULT_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+            local_config:
+                br#"{"ingress":[],"warp-routing":{"enabled":false},"__configuration_flags":{}}"#
+                    .to_vec(),
+            seed: None,
+        }
+    }
+}
+
+/// What one HA connection is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectionState {
+    /// Not run on any thread.
+    Idle,
+    /// Spawned, waiting for connIndex 0 to register (or for its stagger delay).
+    Waiting,
+    /// Dialling or registering.
+    Connecting,
+    /// Registered: the edge may send requests.
+    Registered {
+        /// The connection UUID the edge assigned.
+        connection_id: Uuid,
+        /// The edge's location name.
+        location: String,
+    },
+    /// Unregistered (or unregistering); serving in-flight streams.
+    Draining,
+    /// Waiting before the next attempt.
+    Backoff {
+        /// How long.
+        delay: Duration,
+    },
+    /// Finished: drained, shut down or stopped by a permanent error.
+    Stopped,
+}
+
+/// One HA connection's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionStatus {
+    /// Its connIndex.
+    pub conn_index: u8,
+    /// What it is doing.
+    pub state: ConnectionState,
+    /// The edge address it uses (or last used).
+    pub edge: Option<SocketAddr>,
+    /// Failed attempts since the last registration.
+    pub attempts: u32,
+    /// The last failure, for logs and status pages.
+    pub last_error: Option<String>,
+}
+
+/// A permanent registration failure that stopped the tunnel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunnelFailure {
+    /// The connection that got it.
+    pub conn_index: u8,
+    /// The edge's answer.
+    pub error: RegistrationError,
+}
+
+/// The tunnel's status, published on a watch channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunnelStatus {
+    /// One entry per connIndex.
+    pub connections: Vec<ConnectionStatus>,
+    /// Whether any connection ever registered.
+    pub ever_registered: bool,
+    /// Whether a drain (or shutdown) was requested.
+    pub draining: bool,
+    /// Set when a permanent error stopped the tunnel.
+    pub failure: Option<TunnelFailure>,
+}
+
+impl TunnelStatus {
+    /// How many connections are registered and not draining (for `/readyz`).
+    pub fn registered(&self) -> usize {
+        self.connections
+            .iter()
+            .filter(|c| matches!(c.state, ConnectionState::Registered { .. }))
+            .count()
+    }
+
+    /// Whether every spawned connection has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.connections
+            .iter()
+            .all(|c| matches!(c.state, ConnectionState::Idle | ConnectionState::Stopped))
+    }
+}
+
+/// Which connection holds which edge address.
+#[derive(Debug)]
+struct AddrPool {
+    addrs: Vec<SocketAddr>,
+    owner: Vec<Option<u8>>,
+}
+
+impl AddrPool {
+    /// An address for `index`, preferring its "region" (addresses are alternately
+    /// split into two regions) and a free one other than `avoid`.
+    fn take(&mut self, index: u8, avoid: Option<SocketAddr>) -> SocketAddr {
+        self.release(index);
+        let n = self.addrs.len();
+        let start = usize::from(index) % n.max(1);
+        let order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
+        let free = |pos: &usize| self.owner.get(*pos).is_some_and(Option::is_none);
+        let not_avoided = |pos: &usize| self.addrs.get(*pos).copied() != avoid;
+        let region = usize::from(index) % 2;
+        let pick = order
+            .iter()
+            .copied()
+            .find(|p| free(p) && not_avoided(p) && p % 2 == region)
+            .or_else(|| order.iter().copied().find(|p| free(p) && not_avoided(p)))
+            .or_else(|| order.iter().copied().find(free))
+            .unwrap_or(start);
+        if let Some(slot) = self.owner.get_mut(pick) {
+            *slot = Some(index);
+        }
+        self.addrs
+            .get(pick)
+            .or(self.addrs.first())
+            .copied()
+            .unwrap_or_else(|| {
+                // `Tunnel::new` refuses an empty list, so this is never reached.
+                SocketAddr::from(([127, 0, 0, 1], 7844))
+            })
+    }
+
+    fn release(&mut self, index: u8) {
+        for slot in &mut self.owner {
+            if *slot == Some(index) {
+                *slot = None;
+            }
+        }
+    }
+}
+
+/// The part of a tunnel shared by every thread.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: TunnelConfig,
+    pub(crate) quic: quinn::ClientConfig,
+    pub(crate) client_id: Uuid,
+    status: watch::Sender<TunnelStatus>,
+    drain: watch::Sender<Option<Instant>>,
+    addrs: Mutex<AddrPool>,
+    seed: u64,
+}
+
+impl Shared {
+    pub(crate) fn set_state(&self, index: u8, state: ConnectionState) {
+        self.status.send_modify(|s| {
+            if let Some(c) = s.connections.get_mut(usize::from(index)) {
+                c.state = state;
+            }
+        });
+    }
+
+    pub(crate) fn mark_registered(&self, index: u8, details: &ConnectionDetails) {
+        let connection_id = details.connection_id().unwrap_or_default();
+        self.status.send_modify(|s| {
+            s.ever_registered = true;
+            if let Some(c) = s.connections.get_mut(usize::from(index)) {
+                c.state = ConnectionState::Registered {
+                    connection_id,
+                    location: details.location_name.clone(),
+                };
+                c.attempts = 0;
+                c.last_error = None;
+            }
+        });
+    }
+
+    fn update(&self, index: u8, f: impl FnOnce(&mut ConnectionStatus)) {
+        self.status.send_modify(|s| {
+            if let Some(c) = s.connections.get_mut(usize::from(index)) {
+                f(c);
+            }
+        });
+    }
+
+    fn take_addr(&self, index: u8, avoid: Option<SocketAddr>) -> SocketAddr {
+        // The pool is only touched in these short, non-async sections.
+        match self.addrs.lock() {
+            Ok(mut pool) => pool.take(index, avoid),
+            Err(poisoned) => poisoned.into_inner().take(index, avoid),
+        }
+    }
+
+    fn release_addr(&self, index: u8) {
+        match self.addrs.lock() {
+            Ok(mut pool) => pool.release(index),
+            Err(poisoned) => poisoned.into_inner().release(index),
+        }
+    }
+}
+
+/// A Cloudflare Tunnel: cheap to clone, `Send + Sync`; connections run on the
+/// threads that call [`Tunnel::spawn_local`].
+#[derive(Debug, Clone)]
+pub struct Tunnel {
+    shared: Arc<Shared>,
+}
+
+/// `n` random bytes from the operating system (through aws-lc-rs).
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
+    let mut out = [0u8; N];
+    tls::crypto_provider()
+        .secure_random
+        .fill(&mut out)
+        .map_err(|e| Error::Tls(format!("random source: {e:?}")))?;
+    Ok(out)
+}
+
+/// A random (version 4) UUID.
+pub(crate) fn random_uuid() -> Result<Uuid, Error> {
+    let mut bytes = random_bytes::<16>()?;
+    if let Some(b) = bytes.get_mut(6) {
+        *b = (*b & 0x0f) | 0x40;
+    }
+    if let Some(b) = bytes.get_mut(8) {
+        *b = (*b & 0x3f) | 0x80;
+    }
+    Ok(Uuid::from_bytes(bytes))
+}
+
+impl Tunnel {
+    /// Validates `config` and prepares the TLS configuration. Binds nothing.
+    pub fn new(mut config: TunnelConfig) -> Result<Self, Error> {
+        if config.edges.is_empty() {
+            return Err(Error::Config("no edge addresses".into()));
+        }
+        if config.ha_connections == 0 {
+            return Err(Error::Config("ha_connections must be at least 1".into()));
+        }
+        if config.grace_period > MAX_GRACE_PERIOD {
+            return Err(Error::Config(format!(
+                "grace period {:?} exceeds the maximum of {MAX_GRACE_PERIOD:?}",
+                config.grace_period
+            )));
+        }
+        if config.max_concurrent_streams == 0 {
+            return Err(Error::Config(
+                "max_concurrent_streams must be at least 1".into(),
+            ));
+        }
+        // cloudflared caps HA connections at the number of edge addresses.
+        let cap = u8::try_from(config.edges.len()).unwrap_or(u8::MAX);
+        config.ha_connections = config.ha_connections.min(cap);
+        let quic = tls::client_config(&config.roots, config.max_concurrent_streams)?;
+        let client_id = match config.client_id {
+            Some(id) => id,
+            None => random_uuid()?,
+        };
+        let seed = match config.seed {
+            Some(seed) => seed,
+            None => u64::from_le_bytes(random_bytes::<8>()?),
+        };
+        let connections = (0..config.ha_connections)
+            .map(|conn_index| ConnectionStatus {
+                conn_index,
+                state: ConnectionState::Idle,
+                edge: None,
+                attempts: 0,
+                last_error: None,
+            })
+            .collect();
+        let (status, _) = watch::channel(TunnelStatus {
+            connections,
+            ever_registered: false,
+            draining: false,
+            failure: None,
+        });
+        let (drain, _) = watch::channel(None);
+        let addrs = Mutex::new(AddrPool {
+            owner: vec![None; config.edges.len()],
+            addrs: config.edges.clone(),
+        });
+        Ok(Self {
+            shared: Arc::new(Shared {
+                config,
+                quic,
+                client_id,
+                status,
+                drain,
+                addrs,
+                seed,
+            }),
+        })
+    }
+
+    /// The connector UUID sent on every connection.
+    pub fn client_id(&self) -> Uuid {
+        self.shared.client_id
+    }
+
+    /// The connIndex values this tunnel runs (`0..ha_connections`, capped at the
+    /// number of edge addresses). Split them over worker threads as you like.
+    pub fn connection_indices(&self) -> Range<u8> {
+        0..self.shared.config.ha_connections
+    }
+
+    /// Runs the given connection indices on the current thread, one local task each,
+    /// serving their streams with `handler`. Must be called inside a
+    /// `tokio::task::LocalSet` (it uses `spawn_local`). Indices outside
+    /// [`Tunnel::connection_indices`], or already running, are ignored.
+    pub fn spawn_local(
+        &self,
+        indices: impl IntoIterator<Item = u8>,
+        handler: Rc<dyn TunnelHandler>,
+    ) -> Vec<JoinHandle<()>> {
+        let mut handles = Vec::new();
+        for index in indices {
+            let mut claimed = false;
+            self.shared.status.send_if_modified(|s| {
+                match s.connections.get_mut(usize::from(index)) {
+                    Some(c) if c.state == ConnectionState::Idle => {
+                        c.state = ConnectionState::Waiting;
+                        claimed = true;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if claimed {
+                let shared = Arc::clone(&self.shared);
+                let handler = Rc::clone(&handler);
+                handles.push(tokio::task::spawn_local(run_index(shared, index, handler)));
+            }
+        }
+        handles
+    }
+
+    /// Runs every connection index on the current thread (see [`Tunnel::spawn_local`]).
+    pub fn spawn_all_local(&self, handler: Rc<dyn TunnelHandler>) -> Vec<JoinHandle<()>> {
+        self.spawn_local(self.connection_indices(), handler)
+    }
+
+    /// The status channel; [`TunnelStatus::registered`] is the readiness signal.
+    pub fn status(&self) -> watch::Receiver<TunnelStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// How many connections are registered right now.
+    pub fn registered(&self) -> usize {
+        self.shared.status.borrow().registered()
+    }
+
+    /// Starts a graceful drain with the configured grace period.
+    pub fn drain(&self) {
+        self.drain_with_grace(self.shared.config.grace_period);
+    }
+
+    /// Starts a graceful drain: `unregisterConnection` on every registered
+    /// connection, in-flight streams served until done or until `grace` ends, then
+    /// close with code 0. No connection reconnects afterwards. A second call can only
+    /// shorten the deadline.
+    pub fn drain_with_grace(&self, grace: Duration) {
+        let deadline = Instant::now() + grace.min(MAX_GRACE_PERIOD);
+        self.shared.drain.send_if_modified(|d| match d {
+            Some(current) if *current <= deadline => false,
+            _ => {
+                *d = Some(deadline);
+                true
+            }
+        });
+        self.shared.status.send_modify(|s| s.draining = true);
+    }
+
+    /// Stops at once: a drain with no grace period.
+    pub fn shutdown(&self) {
+        self.drain_with_grace(Duration::ZERO);
+    }
+
+    /// Resolves when every spawned connection has stopped. `Err` if a permanent
+    /// registration error stopped the tunnel.
+    pub async fn closed(&self) -> Result<(), Error> {
+        let mut status = self.status();
+        let status = status
+            .wait_for(TunnelStatus::is_closed)
+            .await
+            .map(|s| s.clone());
+        match status {
+            Ok(TunnelStatus {
+                failure: Some(failure),
+                ..
+            }) => Err(Error::Registration {
+                conn_index: failure.conn_index,
+                error: failure.error,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Resolves when the tunnel stopped for good because of a permanent error, or
+    /// when `registered` connections are up; the error names the refusal.
+    pub async fn wait_registered(&self, registered: usize) -> Result<(), Error> {
+        let mut status = self.status();
+        let status = status
+            .wait_for(|s| s.registered() >= registered || s.failure.is_some())
+            .await
+            .map(|s| s.failure.clone());
+        match status {
+            Ok(Some(failure)) => Err(Error::Registration {
+                conn_index: failure.conn_index,
+                error: failure.error,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn should_stop(status: &TunnelStatus) -> bool {
+    status.draining || status.failure.is_some()
+}
+
+/// One connection index: wait for its turn, then connect, serve and reconnect.
+async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler>) {
+    let mut status = shared.status.subscribe();
+    let mut drain = shared.drain.subscribe();
+    if index > 0 {
+        let ready = status
+            .wait_for(|s| s.ever_registered || should_stop(s))
+            .await
+            .map(|s| should_stop(&s));
+        if !matches!(ready, Ok(false)) {
+            shared.set_state(index, ConnectionState::Stopped);
+            return;
+        }
+        let stagger = shared.config.ha_stagger.saturating_mul(u32::from(index));
+        tokio::select! {
+            () = tokio::time::sleep(stagger) => {}
+            _ = drain.changed() => {}
+        }
+    }
+    let seed = shared.seed ^ u64::from(index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut backoff = Backoff::new(shared.config.backoff, seed);
+    let mut addr = shared.take_addr(index, None);
+    loop {
+        if should_stop(&shared.status.borrow()) {
+            break;
+        }
+        shared.update(index, |c| {
+            c.state = ConnectionState::Connecting;
+            c.edge = Some(addr);
+        });
+        let outcome = connection::run(
+            &shared,
+            index,
+            addr,
+            backoff.attempts(),
+            &handler,
+            &mut drain,
+        )
+        .await;
+        let (rotate, error) = match outcome {
+            Outcome::Drained => break,
+            Outcome::Dial(reason) => (true, reason),
+            Outcome::Lost {
+                registered,
+                rotate,
+                reason,
+            } => {
+                if registered {
+                    backoff.reset();
+                }
+                (rotate, reason)
+            }
+            Outcome::Registration(RegistrationError::Duplicate) => {
+                (true, RegistrationError::Duplicate.to_string())
+            }
+            Outcome::Registration(error) if error.should_retry() => (false, error.to_string()),
+            Outcome::Registration(error) => {
+                tracing::error!(conn_index = index, %error, "registration refused for good");
+                shared.status.send_modify(|s| {
+                    if !s.ever_registered && s.failure.is_none() {
+                        s.failure = Some(TunnelFailure {
+                            conn_index: index,
+                            error: error.clone(),
+                        });
+                    }
+                    if let Some(c) = s.connections.get_mut(usize::from(index)) {
+                        c.last_error = Some(error.to_string());
+                    }
+                });
+                break;
+            }
+        };
+        if should_stop(&shared.status.borrow()) {
+            break;
+        }
+        if rotate {
+            addr = shared.take_addr(index, Some(addr));
+        }
+        let delay = backoff.next_delay();
+        tracing::info!(conn_index = index, %error, ?delay, "connection failed; retrying");
+        shared.update(index, |c| {
+            c.state = ConnectionState::Backoff { delay };
+            c.attempts = backoff.attempts();
+            c.last_error = Some(error);
+        });
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = drain.changed() => {}
+        }
+    }
+    shared.release_addr(index);
+    shared.set_state(index, ConnectionState::Stopped);
+}
+
+#[cfg(test)]
+mod tests;

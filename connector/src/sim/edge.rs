@@ -1,0 +1,254 @@
+//! The simulator's QUIC side: accepts connections, runs the edge end of each control
+//! stream with [`ControlServer`], and decides registrations.
+//!
+//! Registration rules: the tunnel ID, account tag and secret must match the token
+//! the simulator accepts (otherwise a permanent `ConnectionError` whose cause does
+//! not contain `Unauthorized`, so connectors stop instead of retrying); a second live
+//! registration of the same client and connIndex on the same listener gets
+//! `EDUPCONN`. An unregister marks the connection draining at once and is answered
+//! when its in-flight streams are done (bounded), for 2023.7.3 compatibility; the
+//! connection is closed (code 0) once the connector has closed its control stream,
+//! or shortly after the answer.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn::VarInt;
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
+
+use super::SimShared;
+use crate::io::{InFlight, random_uuid};
+use crate::proto::{
+    ConnectionDetails, ConnectionError, ConnectionResponse, ControlServer, RegisterConnection,
+    ServerCallId, ServerEvent, registration::DUPLICATE_CONNECTION_CAUSE,
+};
+
+/// How long a connector may take to open its control stream.
+const CONTROL_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long after answering an unregister the connection is closed at the latest.
+const CLOSE_AFTER_UNREGISTER: Duration = Duration::from_secs(2);
+
+/// Accepts QUIC connections on one endpoint until shutdown.
+pub(crate) async fn accept_loop(
+    shared: Arc<SimShared>,
+    endpoint: quinn::Endpoint,
+    listener: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut stop = shutdown.clone();
+    loop {
+        tokio::select! {
+            incoming = endpoint.accept() => match incoming {
+                Some(incoming) => {
+                    let shared = Arc::clone(&shared);
+                    let shutdown = shutdown.clone();
+                    tasks.spawn(serve_connection(shared, incoming, listener, shutdown));
+                }
+                None => break,
+            },
+            _ = stop.wait_for(|stop| *stop) => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+        }
+    }
+    // Let connection tasks close their connections with code 0, bounded.
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+}
+
+async fn serve_connection(
+    shared: Arc<SimShared>,
+    incoming: quinn::Incoming,
+    listener: SocketAddr,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let peer = incoming.remote_address();
+    let conn = match incoming.await {
+        Ok(conn) => conn,
+        Err(e) => {
+            shared.event(format!(
+                "quic handshake from {peer} on {listener} failed: {e}"
+            ));
+            return;
+        }
+    };
+    let (id, in_flight) = shared.registry().add(listener, conn.clone());
+    shared.event(format!("connection {id}: quic from {peer} on {listener}"));
+    let reason = control(&shared, id, &conn, &in_flight, &mut shutdown).await;
+    conn.close(VarInt::from_u32(0), b"");
+    let removed = shared.registry().remove(id);
+    if let Some(info) = removed {
+        shared.event(format!(
+            "connection {id}: closed (connIndex {:?}): {reason}",
+            info.conn_index
+        ));
+    }
+}
+
+/// Runs the control stream; returns why the connection ends.
+async fn control(
+    shared: &Arc<SimShared>,
+    id: u64,
+    conn: &quinn::Connection,
+    in_flight: &Arc<InFlight>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> String {
+    let accepted = tokio::select! {
+        r = tokio::time::timeout(CONTROL_STREAM_TIMEOUT, conn.accept_bi()) => r,
+        _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
+    };
+    let (mut send, mut recv) = match accepted {
+        Ok(Ok(streams)) => streams,
+        Ok(Err(e)) => return format!("no control stream: {e}"),
+        Err(_) => return "no control stream within 10 s".to_owned(),
+    };
+    let mut server = ControlServer::new();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    let mut pending_unregister: Option<(ServerCallId, Instant)> = None;
+    let mut close_at: Option<Instant> = None;
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    loop {
+        server.poll_transmit(&mut out);
+        if !out.is_empty() {
+            if let Err(e) = send.write_all(&out).await {
+                return format!("writing the control stream: {e}");
+            }
+            out.clear();
+        }
+        let unregister_deadline = pending_unregister.map(|(_, d)| d);
+        tokio::select! {
+            read = recv.read(&mut buf) => match read {
+                Ok(Some(n)) => {
+                    let bytes = buf.get(..n).unwrap_or(&[]);
+                    if let Err(e) = server.handle_input(bytes, Instant::now().into_std()) {
+                        shared.event(format!("connection {id}: control stream error: {e}"));
+                    }
+                }
+                Ok(None) => return "connector closed the control stream".to_owned(),
+                Err(e) => return format!("control stream: {e}"),
+            },
+            () = in_flight.wait_idle(), if pending_unregister.is_some() => {
+                if let Some((call, _)) = pending_unregister.take() {
+                    let _ = server.respond_empty(call);
+                    shared.event(format!("connection {id}: unregistered (in-flight streams done)"));
+                    close_at = Some(Instant::now() + CLOSE_AFTER_UNREGISTER);
+                }
+            }
+            () = sleep_until(unregister_deadline.unwrap_or(far)), if unregister_deadline.is_some() => {
+                if let Some((call, _)) = pending_unregister.take() {
+                    let _ = server.respond_empty(call);
+                    shared.event(format!(
+                        "connection {id}: unregistered after timeout with {} streams in flight",
+                        in_flight.count()
+                    ));
+                    close_at = Some(Instant::now() + CLOSE_AFTER_UNREGISTER);
+                }
+            }
+            () = sleep_until(close_at.unwrap_or(far)), if close_at.is_some() => {
+                return "closed after unregister".to_owned();
+            }
+            e = conn.closed() => return format!("connection closed: {e}"),
+            _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
+        }
+        while let Some(event) = server.poll_event() {
+            match event {
+                ServerEvent::RegisterConnection { call, request } => {
+                    let response = decide(shared, id, &request);
+                    let _ = server.respond_register(call, &response);
+                }
+                ServerEvent::UnregisterConnection { call } => {
+                    shared.registry().unregister(id);
+                    shared.event(format!(
+                        "connection {id}: unregister requested, {} streams in flight",
+                        in_flight.count()
+                    ));
+                    pending_unregister = Some((call, Instant::now() + shared.unregister_timeout));
+                }
+                ServerEvent::UpdateLocalConfiguration { call, config } => {
+                    shared.registry().set_local_config(id, &config);
+                    shared.event(format!(
+                        "connection {id}: updateLocalConfiguration ({} bytes)",
+                        config.len()
+                    ));
+                    let _ = server.respond_empty(call);
+                }
+                ServerEvent::Closed { reason } => {
+                    shared.event(format!("connection {id}: connector aborted rpc: {reason}"));
+                }
+            }
+        }
+        if server.is_closed() && pending_unregister.is_none() && close_at.is_none() {
+            close_at = Some(Instant::now() + CLOSE_AFTER_UNREGISTER);
+        }
+    }
+}
+
+fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {
+    ConnectionResponse::Error(ConnectionError {
+        cause,
+        retry_after_nanos: 0,
+        should_retry,
+    })
+}
+
+/// Accepts or refuses one registration.
+fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> ConnectionResponse {
+    let token = &shared.token;
+    let index = request.conn_index;
+    let response = if request.tunnel_id != token.tunnel_id.as_bytes() {
+        refusal(
+            format!(
+                "tunnel {} is not known to this edge",
+                crate::proto::Uuid::from_slice(&request.tunnel_id)
+                    .map_or_else(|| format!("{:02x?}", request.tunnel_id), |u| u.to_string())
+            ),
+            false,
+        )
+    } else if request.auth.account_tag != token.account_tag
+        || request.auth.tunnel_secret != token.tunnel_secret
+    {
+        refusal(
+            "tunnel credentials rejected: account tag or tunnel secret does not match".to_owned(),
+            false,
+        )
+    } else if shared.registry().is_duplicate(id, request) {
+        refusal(DUPLICATE_CONNECTION_CAUSE.to_owned(), true)
+    } else {
+        match random_uuid() {
+            Ok(connection_id) => {
+                shared.registry().register(id, request, connection_id);
+                ConnectionResponse::Details(ConnectionDetails {
+                    uuid: connection_id.as_bytes().to_vec(),
+                    location_name: shared.location.clone(),
+                    tunnel_is_remotely_managed: false,
+                })
+            }
+            Err(e) => refusal(format!("edge error: {e}"), true),
+        }
+    };
+    let client = &request.options.client;
+    match &response {
+        ConnectionResponse::Details(details) => shared.event(format!(
+            "connection {id}: registered connIndex {index} (client {}, version {:?}, arch {:?}, features {:?}, previous attempts {}), connection id {}",
+            crate::proto::Uuid::from_slice(&client.client_id)
+                .map_or_else(|| "?".to_owned(), |u| u.to_string()),
+            client.version,
+            client.arch,
+            client.features,
+            request.options.num_previous_attempts,
+            details
+                .connection_id()
+                .map_or_else(|| "?".to_owned(), |u| u.to_string()),
+        )),
+        ConnectionResponse::Error(error) => shared.event(format!(
+            "connection {id}: refused connIndex {index}: {} (shouldRetry {})",
+            error.cause, error.should_retry
+        )),
+    }
+    response
+}

@@ -1,0 +1,224 @@
+//! The simulator's book of connections: who is connected, registered or draining,
+//! how many streams each is serving, and a bounded event log.
+//!
+//! All access goes through short critical sections of a `std::sync::Mutex` that are
+//! never held across an `.await`. Picking a connection for a request counts the
+//! stream in the same section, so an unregister never misses a stream that was
+//! already handed out.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::io::{InFlight, InFlightGuard};
+use crate::proto::{RegisterConnection, Uuid};
+
+/// How many log lines the status endpoint keeps.
+const MAX_EVENTS: usize = 1000;
+
+/// Where one connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimConnectionState {
+    /// QUIC is up; no successful registration yet.
+    Connected,
+    /// Registered: eligible for requests.
+    Registered,
+    /// Unregistered by the connector: no new streams.
+    Draining,
+}
+
+/// One connection, as the status endpoint shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimConnection {
+    /// The simulator's own ID for the connection.
+    pub id: u64,
+    /// The QUIC listener it came in on.
+    pub listener: SocketAddr,
+    /// The connector's address.
+    pub peer: SocketAddr,
+    /// Its state.
+    pub state: SimConnectionState,
+    /// Its connIndex, once it registered.
+    pub conn_index: Option<u8>,
+    /// The connector's client UUID.
+    pub client_id: Option<String>,
+    /// The connector's version.
+    pub version: Option<String>,
+    /// The connector's arch.
+    pub arch: Option<String>,
+    /// The features it announced.
+    pub features: Vec<String>,
+    /// The connection UUID the simulator assigned.
+    pub connection_id: Option<String>,
+    /// How many registration attempts it retried before (from its options).
+    pub num_previous_attempts: Option<u8>,
+    /// Streams being served now.
+    pub in_flight: usize,
+    /// Streams opened on it so far.
+    pub streams: u64,
+    /// The last `updateLocalConfiguration` JSON, if any.
+    pub local_config: Option<String>,
+}
+
+struct Entry {
+    info: SimConnection,
+    conn: quinn::Connection,
+    in_flight: Arc<InFlight>,
+}
+
+/// Registry of the simulator's connections.
+pub(crate) struct Registry {
+    next_id: u64,
+    entries: BTreeMap<u64, Entry>,
+    next_pick: usize,
+    events: VecDeque<String>,
+    log: bool,
+}
+
+impl Registry {
+    pub(crate) fn new(log: bool) -> Self {
+        Self {
+            next_id: 1,
+            entries: BTreeMap::new(),
+            next_pick: 0,
+            events: VecDeque::new(),
+            log,
+        }
+    }
+
+    /// Records an event (and prints it when logging is on).
+    pub(crate) fn event(&mut self, line: String) {
+        if self.log {
+            eprintln!("culvert-edge-sim: {line}");
+        }
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(line);
+    }
+
+    pub(crate) fn add(
+        &mut self,
+        listener: SocketAddr,
+        conn: quinn::Connection,
+    ) -> (u64, Arc<InFlight>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let in_flight = Arc::new(InFlight::default());
+        let peer = conn.remote_address();
+        self.entries.insert(
+            id,
+            Entry {
+                info: SimConnection {
+                    id,
+                    listener,
+                    peer,
+                    state: SimConnectionState::Connected,
+                    conn_index: None,
+                    client_id: None,
+                    version: None,
+                    arch: None,
+                    features: Vec::new(),
+                    connection_id: None,
+                    num_previous_attempts: None,
+                    in_flight: 0,
+                    streams: 0,
+                    local_config: None,
+                },
+                conn,
+                in_flight: Arc::clone(&in_flight),
+            },
+        );
+        (id, in_flight)
+    }
+
+    /// Whether another live registration has the same listener, client and index.
+    pub(crate) fn is_duplicate(&self, id: u64, request: &RegisterConnection) -> bool {
+        let Some(me) = self.entries.get(&id) else {
+            return false;
+        };
+        let client = Uuid::from_slice(&request.options.client.client_id).map(|u| u.to_string());
+        self.entries.values().any(|e| {
+            e.info.id != id
+                && e.info.listener == me.info.listener
+                && e.info.state != SimConnectionState::Connected
+                && e.info.conn_index == Some(request.conn_index)
+                && e.info.client_id == client
+        })
+    }
+
+    pub(crate) fn register(&mut self, id: u64, request: &RegisterConnection, connection_id: Uuid) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            let client = &request.options.client;
+            e.info.state = SimConnectionState::Registered;
+            e.info.conn_index = Some(request.conn_index);
+            e.info.client_id = Some(
+                Uuid::from_slice(&client.client_id)
+                    .map_or_else(|| format!("{:02x?}", client.client_id), |u| u.to_string()),
+            );
+            e.info.version = Some(client.version.clone());
+            e.info.arch = Some(client.arch.clone());
+            e.info.features = client.features.clone();
+            e.info.connection_id = Some(connection_id.to_string());
+            e.info.num_previous_attempts = Some(request.options.num_previous_attempts);
+        }
+    }
+
+    pub(crate) fn set_local_config(&mut self, id: u64, config: &[u8]) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            e.info.local_config = Some(String::from_utf8_lossy(config).into_owned());
+        }
+    }
+
+    /// Marks a connection as draining; it gets no new streams.
+    pub(crate) fn unregister(&mut self, id: u64) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            e.info.state = SimConnectionState::Draining;
+        }
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) -> Option<SimConnection> {
+        self.entries.remove(&id).map(|e| e.info)
+    }
+
+    /// The next registered connection, round robin, with its stream counted.
+    pub(crate) fn pick(&mut self) -> Option<(u64, quinn::Connection, InFlightGuard)> {
+        let healthy: Vec<u64> = self
+            .entries
+            .values()
+            .filter(|e| {
+                e.info.state == SimConnectionState::Registered && e.conn.close_reason().is_none()
+            })
+            .map(|e| e.info.id)
+            .collect();
+        if healthy.is_empty() {
+            return None;
+        }
+        let id = *healthy.get(self.next_pick % healthy.len())?;
+        self.next_pick = self.next_pick.wrapping_add(1);
+        let entry = self.entries.get_mut(&id)?;
+        entry.info.streams += 1;
+        Some((id, entry.conn.clone(), entry.in_flight.enter()))
+    }
+
+    /// Every connection handle (for shutdown).
+    pub(crate) fn connections(&self) -> Vec<quinn::Connection> {
+        self.entries.values().map(|e| e.conn.clone()).collect()
+    }
+
+    pub(crate) fn snapshot(&self) -> (Vec<SimConnection>, Vec<String>) {
+        let conns = self
+            .entries
+            .values()
+            .map(|e| {
+                let mut info = e.info.clone();
+                info.in_flight = e.in_flight.count();
+                info
+            })
+            .collect();
+        (conns, self.events.iter().cloned().collect())
+    }
+}

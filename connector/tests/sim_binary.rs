@@ -1,0 +1,138 @@
+//! The `culvert-edge-sim` binary: state directory contract, a connector registering
+//! against it with the files it wrote, and the refused `--h2` flag.
+#![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use culvert_connector::io::{EdgeRoots, Tunnel, TunnelConfig};
+use culvert_connector::proto::TunnelToken;
+use http::StatusCode;
+use support::*;
+
+/// Kills the child when dropped, so a failing test leaves nothing running.
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn state_dir(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::env::temp_dir().join(format!("culvert-sim-{name}-{}-{nanos}", std::process::id()))
+}
+
+async fn wait_for_file(path: &Path) {
+    for _ in 0..300 {
+        if path.exists() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[tokio::test]
+async fn the_binary_writes_its_state_and_a_connector_registers() {
+    local(async {
+        let dir = state_dir("bin");
+        let child = Command::new(env!("CARGO_BIN_EXE_culvert-edge-sim"))
+            .args([
+                "--quic",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+            ])
+            .args(["--http", "127.0.0.1:0", "--quiet", "--state-dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let _child = Kill(child);
+        wait_for_file(&dir.join("tunnel-token")).await;
+        let token = TunnelToken::parse(&std::fs::read_to_string(dir.join("tunnel-token")).unwrap())
+            .unwrap();
+        let edges: Vec<std::net::SocketAddr> = std::fs::read_to_string(dir.join("edge-addrs"))
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert_eq!(edges.len(), 4);
+        let http: std::net::SocketAddr = std::fs::read_to_string(dir.join("http-addr"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            std::fs::read_to_string(dir.join("ca.pem"))
+                .unwrap()
+                .contains("BEGIN CERTIFICATE")
+        );
+
+        let mut config = TunnelConfig::new(token, edges);
+        config.roots = EdgeRoots::CaFile(dir.join("ca.pem"));
+        config.ha_stagger = Duration::from_millis(20);
+        let tunnel = Tunnel::new(config).unwrap();
+        let echo = std::rc::Rc::new(Echo::default());
+        tunnel.spawn_all_local(handler(&echo));
+        tunnel.wait_registered(4).await.unwrap();
+
+        let status = get(http, culvert_connector::sim::STATUS_PATH).await;
+        assert_eq!(status.status, StatusCode::OK);
+        let json: serde_json::Value = serde_json::from_slice(&status.body.unwrap()).unwrap();
+        let registered = json["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["state"] == "registered")
+            .count();
+        assert_eq!(registered, 4, "{json:#}");
+        assert_eq!(json["tunnel_id"], tunnel_id_of(&dir));
+
+        let got = get(http, "/hello").await;
+        assert_eq!(got.status, StatusCode::OK);
+        tunnel.shutdown();
+        tunnel.closed().await.unwrap();
+        drop(_child);
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
+
+fn tunnel_id_of(dir: &Path) -> String {
+    let token =
+        TunnelToken::parse(&std::fs::read_to_string(dir.join("tunnel-token")).unwrap()).unwrap();
+    token.tunnel_id.to_string()
+}
+
+#[test]
+fn the_h2_flag_is_refused_for_now() {
+    let dir = state_dir("h2");
+    let output = Command::new(env!("CARGO_BIN_EXE_culvert-edge-sim"))
+        .args([
+            "--quic",
+            "127.0.0.1:0",
+            "--h2",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--state-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not supported yet"), "{stderr}");
+    assert!(!dir.join("tunnel-token").exists());
+}

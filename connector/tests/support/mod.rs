@@ -1,0 +1,408 @@
+//! Shared helpers for the connector's loopback integration tests: an in-process
+//! simulator, a tunnel configured for it, an echo handler, an HTTP/1.1 client and a
+//! minimal websocket frame codec.
+#![allow(clippy::unwrap_used, reason = "test helpers fail loudly")]
+#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset")]
+
+use std::cell::Cell;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use culvert_connector::io::{
+    BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, TunnelBody, TunnelConfig,
+    TunnelHandler, TunnelUpgrade,
+};
+use culvert_connector::sim::{EdgeSim, SimConfig};
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::{BodyExt as _, Full};
+use sha1::{Digest as _, Sha1};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::sync::Notify;
+
+/// Every test's upper bound.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `f` on a `LocalSet`, bounded by [`TEST_TIMEOUT`].
+pub async fn local<F: Future>(f: F) -> F::Output {
+    let set = tokio::task::LocalSet::new();
+    set.run_until(async {
+        tokio::time::timeout(TEST_TIMEOUT, f)
+            .await
+            .expect("test timed out")
+    })
+    .await
+}
+
+/// A simulator on loopback (four QUIC listeners).
+pub async fn start_sim() -> EdgeSim {
+    EdgeSim::start(SimConfig::loopback()).await.unwrap()
+}
+
+/// A tunnel configuration for `sim`: its CA, its token, its addresses, short delays.
+pub fn tunnel_config(sim: &EdgeSim) -> TunnelConfig {
+    let mut config = TunnelConfig::new(sim.token().clone(), sim.quic_addrs().to_vec());
+    config.roots = EdgeRoots::Pem(sim.ca().cert_pem.clone().into_bytes());
+    config.ha_stagger = Duration::from_millis(20);
+    config.backoff = BackoffConfig {
+        base: Duration::from_millis(200),
+        max_exponent: 2,
+    };
+    config.grace_period = Duration::from_secs(20);
+    config.seed = Some(7);
+    config
+}
+
+/// Waits until `cond` holds for the simulator's status (polling), bounded.
+pub async fn wait_sim(
+    sim: &EdgeSim,
+    what: &str,
+    cond: impl Fn(&culvert_connector::sim::SimStatus) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if cond(&sim.status()) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {:#?}",
+            sim.status()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A body of `len` bytes of a fixed pattern, produced in 64 KiB frames.
+pub struct Pattern {
+    sent: u64,
+    len: u64,
+}
+
+impl Pattern {
+    pub fn new(len: u64) -> Self {
+        Self { sent: 0, len }
+    }
+}
+
+/// The pattern's byte at offset `i`.
+pub fn pattern_byte(i: u64) -> u8 {
+    (i % 251) as u8
+}
+
+impl Body for Pattern {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if self.sent == self.len {
+            return Poll::Ready(None);
+        }
+        let n = (self.len - self.sent).min(64 * 1024);
+        let start = self.sent;
+        let chunk: Vec<u8> = (start..start + n).map(pattern_byte).collect();
+        self.sent += n;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.len - self.sent)
+    }
+}
+
+/// Checks that `body` is exactly the pattern of its length.
+pub fn is_pattern(body: &[u8]) -> bool {
+    body.iter()
+        .enumerate()
+        .all(|(i, b)| *b == pattern_byte(i as u64))
+}
+
+fn boxed<B>(body: B) -> BoxBody
+where
+    B: Body<Data = Bytes> + 'static,
+    B::Error: Into<culvert_connector::io::BoxError>,
+{
+    culvert_connector::io::box_body(body)
+}
+
+fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<BoxBody> {
+    let body: Bytes = body.into();
+    Response::builder()
+        .status(status)
+        .header("content-length", body.len())
+        .body(boxed(Full::new(body)))
+        .unwrap()
+}
+
+/// The test origin: echoes, generates, waits, fails and speaks websocket.
+#[derive(Default)]
+pub struct Echo {
+    /// Requests to `/slow` that have started.
+    pub slow_started: Cell<usize>,
+    /// Releases every `/slow` request.
+    pub gate: Notify,
+    /// Whether the gate is open.
+    pub open: Cell<bool>,
+}
+
+impl Echo {
+    pub fn release(&self) {
+        self.open.set(true);
+        self.gate.notify_waiters();
+    }
+}
+
+/// The `Sec-WebSocket-Accept` value for a key.
+pub fn websocket_accept(key: &str) -> String {
+    let mut sha = Sha1::new();
+    sha.update(key.as_bytes());
+    sha.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    base64::engine::general_purpose::STANDARD.encode(sha.finalize())
+}
+
+/// The handler serving [`Echo`].
+pub struct EchoHandler(pub Rc<Echo>);
+
+/// A handler for `echo`, as the tunnel takes it.
+pub fn handler(echo: &Rc<Echo>) -> Rc<dyn TunnelHandler> {
+    Rc::new(EchoHandler(Rc::clone(echo)))
+}
+
+impl TunnelHandler for EchoHandler {
+    fn serve(&self, mut request: Request<TunnelBody>) -> ServeFuture {
+        let this = Rc::clone(&self.0);
+        Box::pin(async move {
+            let info = request.extensions().get::<StreamInfo>().cloned().unwrap();
+            let path = request.uri().path().to_owned();
+            match path.as_str() {
+                "/hello" => {
+                    let host = request
+                        .headers()
+                        .get("host")
+                        .map(|h| h.to_str().unwrap().to_owned())
+                        .unwrap_or_default();
+                    let greeting = request
+                        .headers()
+                        .get("x-greeting")
+                        .map(|h| h.to_str().unwrap().to_owned())
+                        .unwrap_or_default();
+                    let mut response = text(
+                        StatusCode::OK,
+                        format!(
+                            "hello {} host={host} greeting={greeting} conn={}",
+                            request.method(),
+                            info.conn_index
+                        ),
+                    );
+                    response
+                        .headers_mut()
+                        .insert("x-conn-index", u32::from(info.conn_index).into());
+                    Ok(response)
+                }
+                "/echo" => {
+                    let length = request.headers().get("content-length").cloned();
+                    let mut response = Response::new(boxed(request.into_body()));
+                    if let Some(length) = length {
+                        response.headers_mut().insert("content-length", length);
+                    }
+                    Ok(response)
+                }
+                "/big" => {
+                    let n: u64 = request
+                        .uri()
+                        .query()
+                        .and_then(|q| q.strip_prefix("n="))
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    Ok(Response::new(boxed(Pattern::new(n))))
+                }
+                "/slow" => {
+                    this.slow_started.set(this.slow_started.get() + 1);
+                    loop {
+                        let wait = this.gate.notified();
+                        if this.open.get() {
+                            break;
+                        }
+                        wait.await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok(text(StatusCode::OK, "slow done"))
+                }
+                "/fail" => Err("origin unreachable (test)".into()),
+                "/reset" => Ok(Response::new(boxed(ResetAfterFirst(None)))),
+                "/ws" => {
+                    let key = request
+                        .headers()
+                        .get("sec-websocket-key")
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_owned();
+                    let upgrade = request.extensions_mut().remove::<TunnelUpgrade>().unwrap();
+                    tokio::task::spawn_local(async move {
+                        let mut stream = upgrade.stream().await.unwrap();
+                        loop {
+                            let Some((opcode, payload)) = read_frame(&mut stream).await else {
+                                break;
+                            };
+                            write_frame(&mut stream, opcode, &payload, None).await;
+                            if opcode == 0x8 {
+                                break;
+                            }
+                        }
+                        let _ = stream.shutdown().await;
+                    });
+                    Ok(Response::builder()
+                        .status(StatusCode::SWITCHING_PROTOCOLS)
+                        .header("connection", "Upgrade")
+                        .header("upgrade", "websocket")
+                        .header("sec-websocket-accept", websocket_accept(&key))
+                        .body(boxed(http_body_util::Empty::<Bytes>::new()))
+                        .unwrap())
+                }
+                _ => Ok(text(StatusCode::NOT_FOUND, "not found")),
+            }
+        })
+    }
+}
+
+/// Yields one chunk, then (after a pause, so the head and chunk are delivered
+/// before the reset discards unsent data) an error: a failure after the head.
+struct ResetAfterFirst(Option<Pin<Box<tokio::time::Sleep>>>);
+
+impl Body for ResetAfterFirst {
+    type Data = Bytes;
+    type Error = std::io::Error;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(sleep) = self.0.as_mut() {
+            std::task::ready!(sleep.as_mut().poll(cx));
+            Poll::Ready(Some(Err(std::io::Error::other("origin failed mid-body"))))
+        } else {
+            self.0 = Some(Box::pin(tokio::time::sleep(Duration::from_millis(300))));
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"partial")))))
+        }
+    }
+}
+
+/// A response as the client saw it.
+#[derive(Debug)]
+pub struct Got {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Result<Bytes, String>,
+}
+
+/// One HTTP/1.1 request on a fresh connection to `addr`.
+pub async fn request<B>(addr: SocketAddr, request: Request<B>) -> Got
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let response = sender.send_request(request).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .map_err(|e| e.to_string());
+    Got {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    }
+}
+
+/// `GET path` with a host header.
+pub async fn get(addr: SocketAddr, path: &str) -> Got {
+    request(
+        addr,
+        Request::get(path)
+            .header("host", "app.test")
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap(),
+    )
+    .await
+}
+
+/// Writes one websocket frame (FIN set), masked when `mask` is given.
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    opcode: u8,
+    payload: &[u8],
+    mask: Option<[u8; 4]>,
+) {
+    let mut out = vec![0x80 | opcode];
+    let mask_bit = if mask.is_some() { 0x80 } else { 0 };
+    match payload.len() {
+        n if n < 126 => out.push(mask_bit | n as u8),
+        n if n <= 0xffff => {
+            out.push(mask_bit | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(mask_bit | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    match mask {
+        Some(key) => {
+            out.extend_from_slice(&key);
+            out.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        }
+        None => out.extend_from_slice(payload),
+    }
+    w.write_all(&out).await.unwrap();
+    w.flush().await.unwrap();
+}
+
+/// Reads one websocket frame, unmasking it; `None` at EOF.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Option<(u8, Vec<u8>)> {
+    let mut head = [0u8; 2];
+    r.read_exact(&mut head).await.ok()?;
+    let opcode = head[0] & 0x0f;
+    let masked = head[1] & 0x80 != 0;
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut b = [0u8; 2];
+            r.read_exact(&mut b).await.ok()?;
+            u64::from(u16::from_be_bytes(b))
+        }
+        127 => {
+            let mut b = [0u8; 8];
+            r.read_exact(&mut b).await.ok()?;
+            u64::from_be_bytes(b)
+        }
+        n => u64::from(n),
+    };
+    let mut key = [0u8; 4];
+    if masked {
+        r.read_exact(&mut key).await.ok()?;
+    }
+    let mut payload = vec![0u8; usize::try_from(len).ok()?];
+    r.read_exact(&mut payload).await.ok()?;
+    if masked {
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b ^= key[i % 4];
+        }
+    }
+    Some((opcode, payload))
+}
