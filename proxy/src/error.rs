@@ -16,6 +16,9 @@ pub enum Error {
     /// Manifests could not be loaded or translated into a config.
     #[error("manifests refused")]
     Source(#[source] crate::SourceError),
+    /// The tunnel could not be set up (bad token, no edge address, bad CA file).
+    #[error("tunnel: {0}")]
+    Tunnel(String),
     /// A certificate could not be loaded or a TLS setting is invalid.
     #[error("tls: {0}")]
     Tls(String),

@@ -6,16 +6,23 @@
 //! Either is loaded and compiled before anything is bound, so a bad one exits non-zero
 //! with the reason. Without `--config`, the plane waits for `PUT /config`.
 //!
+//! With a tunnel token (`--tunnel-token-file`, `--tunnel-token` or `TUNNEL_TOKEN`)
+//! and `--tunnel-edge` addresses, it also dials the Cloudflare Tunnel edge (or the
+//! simulator, with `--tunnel-ca-file`) and serves tunnel requests through the same
+//! routes; `/readyz` then also waits for a registered connection.
+//!
 //! On the first SIGINT/SIGTERM (or `POST /drain`) it drains: readiness goes false,
 //! listeners close, in-flight requests finish within `--drain-grace` (default 30 s),
 //! then it exits 0. A second signal exits at once.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use culvert_connector::io::{EdgeRoots, TunnelConfig};
+use culvert_connector::proto::TunnelToken;
 use culvert_proxy::{ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
 
@@ -64,6 +71,23 @@ pub(crate) struct ServeArgs {
     /// Write no access log.
     #[arg(long)]
     no_access_log: bool,
+    /// File holding a Cloudflare Tunnel token (trimmed); serves that tunnel.
+    #[arg(long, conflicts_with = "tunnel_token")]
+    tunnel_token_file: Option<PathBuf>,
+    /// A Cloudflare Tunnel token (default: env TUNNEL_TOKEN).
+    #[arg(long)]
+    tunnel_token: Option<String>,
+    /// Edge address `host:port` to dial (repeatable). SRV discovery is not
+    /// implemented, so a tunnel needs at least one.
+    #[arg(long = "tunnel-edge")]
+    tunnel_edges: Vec<String>,
+    /// Trust only the CAs in this PEM file for the edge (the simulator's `ca.pem`).
+    #[arg(long)]
+    tunnel_ca_file: Option<PathBuf>,
+    /// Tunnel transport: `quic` (default), `http2` or `auto`. Only QUIC is
+    /// implemented; `auto` uses QUIC.
+    #[arg(long, default_value = "quic")]
+    tunnel_protocol: String,
     /// How long in-flight requests may take to finish once draining (`30s`, `500ms`).
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
     drain_grace: Duration,
@@ -107,6 +131,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
             )),
         };
     }
+    if let Some(tunnel) = tunnel_config(args)? {
+        config = config.with_tunnel(tunnel);
+    }
     // Signal handlers first: a SIGTERM that arrives while the workers already serve
     // must drain, not kill the process with the default disposition.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -134,6 +161,45 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
     }
     server.shutdown();
     Ok((String::new(), true))
+}
+
+/// The tunnel to serve, from `--tunnel-token-file`, `--tunnel-token` or
+/// `TUNNEL_TOKEN`; `None` without a token.
+fn tunnel_config(args: &ServeArgs) -> anyhow::Result<Option<TunnelConfig>> {
+    let token = match &args.tunnel_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None => args
+            .tunnel_token
+            .clone()
+            .or_else(|| std::env::var("TUNNEL_TOKEN").ok()),
+    };
+    let Some(token) = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    match args.tunnel_protocol.as_str() {
+        "quic" | "auto" => {}
+        "http2" => anyhow::bail!("--tunnel-protocol http2 is not supported yet; use quic"),
+        other => anyhow::bail!("--tunnel-protocol {other:?}: expected quic, http2 or auto"),
+    }
+    let token = TunnelToken::parse(&token).context("the tunnel token")?;
+    let mut edges = Vec::new();
+    for edge in &args.tunnel_edges {
+        let resolved = edge
+            .to_socket_addrs()
+            .with_context(|| format!("resolving --tunnel-edge {edge}"))?;
+        edges.extend(resolved);
+    }
+    if edges.is_empty() {
+        anyhow::bail!("a tunnel needs --tunnel-edge ADDR (SRV discovery is not implemented)");
+    }
+    let mut config = TunnelConfig::new(token, edges);
+    if let Some(ca) = &args.tunnel_ca_file {
+        config.roots = EdgeRoots::CaFile(ca.clone());
+    }
+    config.grace_period = args.drain_grace;
+    Ok(Some(config))
 }
 
 /// A `.json` file whose top level has `version` and no `kind`: a DataPlaneConfig.

@@ -9,8 +9,9 @@
 //!   one leaves the current snapshot serving. The answer waits (bounded) until every
 //!   worker has reconciled its listeners for the new snapshot.
 //! - `GET /config`: `{"version", "hash", "ready"}`.
-//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving and the plane
-//!   is not draining, else 503.
+//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving, the plane is
+//!   not draining and (with a tunnel) at least one tunnel connection is registered,
+//!   else 503.
 //! - `POST /drain`: starts draining (202); see `Server::start_drain`.
 //!
 //! Every [`CERTIFICATE_POLL`] the thread also checks the certificate files the
@@ -86,6 +87,8 @@ pub(crate) struct Control {
     pub(crate) stats: ControlStats,
     /// TLS of the API itself, if configured.
     pub(crate) tls: Option<ControlTls>,
+    /// The tunnel, if one is served: ready needs a registered connection.
+    pub(crate) tunnel: Option<culvert_connector::io::Tunnel>,
 }
 
 /// Starts the control thread on an already bound, non-blocking `listener`; it stops
@@ -180,7 +183,8 @@ impl Control {
                 json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
             }
             (&Method::GET, "/readyz") => {
-                if self.cell.load().is_some() && !*self.draining.borrow() {
+                let tunnel_up = self.tunnel.as_ref().is_none_or(|t| t.registered() > 0);
+                if self.cell.load().is_some() && !*self.draining.borrow() && tunnel_up {
                     json(StatusCode::OK, &serde_json::json!({"ready": true}))
                 } else {
                     json(

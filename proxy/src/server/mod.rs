@@ -25,6 +25,7 @@ use crate::control::{self, Control, ControlTls, ControlTlsFiles, WorkerLink};
 use crate::metrics::ControlStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
 use crate::{AccessLog, Error, ManifestSource, SnapshotCell};
+use culvert_connector::io::{Tunnel, TunnelConfig};
 
 /// How to start a data plane.
 #[derive(Debug, Clone)]
@@ -53,6 +54,9 @@ pub struct ServeConfig {
     /// Fraction of successful requests written to the access log (failures always
     /// are); `None` turns the access log off.
     pub access_log: Option<f64>,
+    /// A Cloudflare Tunnel to serve: its connections are spread over the workers and
+    /// its requests enter the same pipeline as listener traffic.
+    pub tunnel: Option<TunnelConfig>,
     /// Gateway API manifests to serve and follow; loaded before anything is bound
     /// (a broken load fails start-up), then re-read when they change.
     pub manifests: Option<ManifestSource>,
@@ -70,6 +74,7 @@ impl Default for ServeConfig {
             trusted_hops: 0,
             control_tls: None,
             manifests: None,
+            tunnel: None,
             access_log: None,
         }
     }
@@ -133,6 +138,13 @@ impl ServeConfig {
         self
     }
 
+    /// Sets [`ServeConfig::tunnel`].
+    #[must_use]
+    pub fn with_tunnel(mut self, tunnel: TunnelConfig) -> Self {
+        self.tunnel = Some(tunnel);
+        self
+    }
+
     /// Sets [`ServeConfig::manifests`].
     #[must_use]
     pub fn with_manifests(mut self, source: ManifestSource) -> Self {
@@ -159,6 +171,8 @@ pub struct Server {
     draining: Arc<watch::Sender<bool>>,
     /// One per worker: `true` once it has drained.
     drained: Vec<watch::Receiver<bool>>,
+    /// The tunnel, if one is served.
+    tunnel: Option<Tunnel>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -218,6 +232,7 @@ impl Server {
             shutdown: Some(shutdown),
             draining: Arc::new(draining),
             drained: Vec::with_capacity(workers),
+            tunnel: None,
             threads: Vec::with_capacity(workers + 1),
         };
         let forwarding = Forwarding {
@@ -232,6 +247,13 @@ impl Server {
         } else {
             Vec::new()
         };
+        let tunnel = config
+            .tunnel
+            .take()
+            .map(Tunnel::new)
+            .transpose()
+            .map_err(|err| Error::Tunnel(err.to_string()))?;
+        server.tunnel.clone_from(&tunnel);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut links = Vec::with_capacity(workers);
         for index in 0..workers {
@@ -250,6 +272,14 @@ impl Server {
                 access_log: Arc::clone(&access_log),
                 scrape: scrape_rx,
                 core: (!cores.is_empty()).then(|| cores[index % cores.len()]),
+                tunnel: tunnel.as_ref().map(|tunnel| {
+                    // Connection i runs on worker i mod workers.
+                    let mine = tunnel
+                        .connection_indices()
+                        .filter(|i| usize::from(*i) % workers == index)
+                        .collect();
+                    (tunnel.clone(), mine)
+                }),
             };
             let thread = worker::spawn(index, Arc::clone(&cell), channels, ready_tx.clone())?;
             server.threads.push(thread);
@@ -272,6 +302,7 @@ impl Server {
             source: config.manifests.map(RefCell::new),
             stats: ControlStats::new(),
             tls: control_tls,
+            tunnel,
         };
         control.stats.set_workers(workers);
         if let Some(snapshot) = control.cell.load_full() {
@@ -305,13 +336,23 @@ impl Server {
         let _ = draining.wait_for(|draining| *draining).await;
     }
 
-    /// Resolves once every worker has drained: no listener, no client connection.
+    /// Resolves once every worker has drained (no listener, no client connection)
+    /// and the tunnel, if any, has unregistered and finished its streams.
     pub async fn wait_drained(&self) {
         for drained in &self.drained {
             let mut drained = drained.clone();
             // An error means the worker is gone, which is drained too.
             let _ = drained.wait_for(|drained| *drained).await;
         }
+        if let Some(tunnel) = &self.tunnel {
+            // An error is a tunnel that stopped on its own: nothing left to drain.
+            let _ = tunnel.closed().await;
+        }
+    }
+
+    /// The tunnel, if one is served (for its status).
+    pub fn tunnel(&self) -> Option<&Tunnel> {
+        self.tunnel.as_ref()
     }
 
     /// Stops accepting, ends every thread and waits for them.
@@ -320,6 +361,9 @@ impl Server {
     }
 
     fn stop(&mut self) {
+        if let Some(tunnel) = &self.tunnel {
+            tunnel.shutdown();
+        }
         self.shutdown.take();
         for thread in self.threads.drain(..) {
             // A panicked thread has nothing left to clean up.

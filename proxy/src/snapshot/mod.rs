@@ -65,6 +65,17 @@ impl Snapshot {
         })
     }
 
+    /// Where tunnel requests enter: the listening address of the first `HTTP`
+    /// listener, else of the first `HTTPS` one. A tunnel request is routed exactly as
+    /// a request arriving there (same listeners by hostname, same routes).
+    pub fn tunnel_entry(&self) -> Option<SocketAddr> {
+        let listeners = self.table.listeners();
+        [ListenerProtocol::Http, ListenerProtocol::Https]
+            .iter()
+            .find_map(|protocol| listeners.iter().find(|l| l.protocol == *protocol))
+            .map(|listener| listen_addr(listener.address, listener.port))
+    }
+
     /// The metrics and access-log label of a route: `namespace/name`.
     pub fn route_label(&self, id: RouteId) -> Option<Arc<str>> {
         self.route_labels.get(id.0 as usize).cloned()

@@ -56,12 +56,18 @@ pub(crate) struct ConnectionInfo {
     pub(crate) bound: SocketAddr,
     /// `Some` when TLS was terminated: the SNI name the client sent, if any.
     pub(crate) tls: Option<Option<Arc<str>>>,
+    /// The request came over a tunnel stream (the edge terminated the client's TLS).
+    pub(crate) tunnel: bool,
 }
 
 impl ConnectionInfo {
-    /// `https` when TLS was terminated, else `http`.
+    /// `https` when TLS was terminated (here or at the tunnel edge), else `http`.
     pub(crate) fn scheme(&self) -> &'static str {
-        if self.tls.is_some() { "https" } else { "http" }
+        if self.tls.is_some() || self.tunnel {
+            "https"
+        } else {
+            "http"
+        }
     }
 }
 
@@ -89,6 +95,7 @@ pub(super) async fn serve(
         local,
         bound,
         tls: None,
+        tunnel: false,
     };
     match server_config {
         None => serve_http(worker, stream, info).await,

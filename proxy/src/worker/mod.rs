@@ -12,10 +12,12 @@
 //! ones it removes (connections already accepted on a closed listener finish), and
 //! acknowledges the generation on its own `watch`.
 
+mod body;
 mod connection;
 mod headers;
 mod proxy;
 mod record;
+mod tunnel;
 mod upstream;
 
 use std::collections::BTreeMap;
@@ -32,8 +34,10 @@ use tokio::task::{JoinHandle, LocalSet};
 use crate::access_log::AccessLog;
 use crate::metrics::StatsSnapshot;
 use crate::{Error, SnapshotCell};
+use culvert_connector::io::{Tunnel, TunnelHandler};
 pub(crate) use headers::Forwarding;
 pub(crate) use proxy::Worker;
+use tunnel::TunnelEntry;
 
 /// Pending connections per listening socket.
 const BACKLOG: i32 = 1024;
@@ -59,6 +63,8 @@ pub(crate) struct WorkerChannels {
     pub(crate) scrape: tokio::sync::mpsc::Receiver<oneshot::Sender<StatsSnapshot>>,
     /// The core to pin the thread to, if any.
     pub(crate) core: Option<core_affinity::CoreId>,
+    /// The tunnel and the connection indices this worker drives.
+    pub(crate) tunnel: Option<(Tunnel, Vec<u8>)>,
 }
 
 /// Starts worker `index` on its own thread. It reports on `ready` once it has bound
@@ -110,6 +116,7 @@ fn run(
             access_log,
             mut scrape,
             core: _,
+            tunnel,
         } = channels;
         let worker = Rc::new(Worker::new(
             index,
@@ -127,6 +134,10 @@ fn run(
             return;
         }
         applied.send_replace(first);
+        if let Some((tunnel, indices)) = &tunnel {
+            let entry: Rc<dyn TunnelHandler> = Rc::new(TunnelEntry(Rc::clone(&worker)));
+            tunnel.spawn_local(indices.iter().copied(), entry);
+        }
         let mut drain_started = false;
         let mut drain_reported = false;
         loop {
@@ -149,6 +160,9 @@ fn run(
                     // Stop accepting; connections finish on their own (each one
                     // watches `draining` too).
                     drain_started = true;
+                    if let Some((tunnel, _)) = &tunnel {
+                        tunnel.drain();
+                    }
                     listeners.close_all().await;
                     worker.upstreams().close_idle();
                 }

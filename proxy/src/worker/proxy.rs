@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use culvert_connector::io::{TunnelBody, TunnelUpgrade};
 use culvert_router::config::{AppProtocol, Unavailable};
 use culvert_router::outcome::{
     RedirectRequest, apply_header_modifier, is_preflight, preflight_response, redirect_location,
@@ -37,9 +38,10 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+use super::body::{ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
-use super::record::{CountedBody, Record, RecordedBody, Sink};
+use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamError, Upstreams};
 use crate::SnapshotCell;
 use crate::access_log::AccessLog;
@@ -164,11 +166,70 @@ impl Worker {
         splitmix64(state)
     }
 
-    /// Answers one request, recording it for metrics and the access log when its
-    /// response body ends.
+    /// Answers one request from a listener connection.
     pub(crate) async fn handle(
         self: &Rc<Self>,
-        request: Request<Incoming>,
+        mut request: Request<Incoming>,
+        info: &ConnectionInfo,
+    ) -> Response<RecordedBody> {
+        let upgrade = upgrade_protocol(request.headers(), request.version())
+            .map(|_| ClientUpgrade::Http(hyper::upgrade::on(&mut request)));
+        self.handle_any(request.map(ClientBody::Http), upgrade, info)
+            .await
+    }
+
+    /// Answers one request from a tunnel stream. It is routed as if it had arrived
+    /// on the snapshot's tunnel entry (see `Snapshot::tunnel_entry`), over HTTPS
+    /// (the edge terminated the client's TLS); the client address is the edge's
+    /// `Cf-Connecting-Ip` when present.
+    pub(crate) async fn handle_tunnel(
+        self: &Rc<Self>,
+        mut request: Request<TunnelBody>,
+    ) -> Response<RecordedBody> {
+        let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+        let entry = self
+            .cell
+            .load()
+            .as_ref()
+            .and_then(|snapshot| snapshot.tunnel_entry())
+            .unwrap_or(unspecified);
+        let peer = request
+            .headers()
+            .get("cf-connecting-ip")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse().ok())
+            .map_or(unspecified, |ip| SocketAddr::new(ip, 0));
+        let upgrade = request
+            .extensions_mut()
+            .remove::<TunnelUpgrade>()
+            .map(ClientUpgrade::Tunnel);
+        if upgrade.is_some() {
+            // A websocket stream: make it an HTTP/1.1 upgrade whatever the edge's
+            // metadata carried, so it is forwarded as one.
+            *request.version_mut() = Version::HTTP_11;
+            let headers = request.headers_mut();
+            if !headers.contains_key(header::UPGRADE) {
+                headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+            }
+            headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        }
+        let info = ConnectionInfo {
+            peer,
+            local: entry,
+            bound: entry,
+            tls: None,
+            tunnel: true,
+        };
+        self.handle_any(request.map(ClientBody::Tunnel), upgrade, &info)
+            .await
+    }
+
+    /// Answers one request, recording it for metrics and the access log when its
+    /// response body ends.
+    async fn handle_any(
+        self: &Rc<Self>,
+        request: Request<ClientBody>,
+        client_upgrade: Option<ClientUpgrade>,
         info: &ConnectionInfo,
     ) -> Response<RecordedBody> {
         let client = self.forwarding.client(request.headers(), info.peer);
@@ -183,7 +244,9 @@ impl Worker {
             request.version(),
             client,
         );
-        let response = self.respond(request, info, &mut record).await;
+        let response = self
+            .respond(request, client_upgrade, info, &mut record)
+            .await;
         let (parts, body) = response.into_parts();
         let body = RecordedBody::new(
             body,
@@ -197,7 +260,8 @@ impl Worker {
 
     async fn respond(
         self: &Rc<Self>,
-        mut request: Request<Incoming>,
+        request: Request<ClientBody>,
+        client_upgrade: Option<ClientUpgrade>,
         info: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<ProxyBody> {
@@ -206,7 +270,6 @@ impl Worker {
             return local_answer(StatusCode::SERVICE_UNAVAILABLE);
         };
         let upgrade = upgrade_protocol(request.headers(), request.version());
-        let client_upgrade = upgrade.is_some().then(|| hyper::upgrade::on(&mut request));
         let (parts, body) = request.into_parts();
         let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
             return local_answer(StatusCode::BAD_REQUEST);
@@ -449,7 +512,7 @@ impl Worker {
         backend: Option<&Backend>,
         mut head: UpstreamHead,
         protocol: HeaderValue,
-        client_upgrade: OnUpgrade,
+        client_upgrade: ClientUpgrade,
         record: &mut Record,
     ) -> Response<ProxyBody> {
         let Some(backend) = backend else {
@@ -477,14 +540,7 @@ impl Worker {
         };
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             let server_upgrade = hyper::upgrade::on(&mut response);
-            tokio::task::spawn_local(async move {
-                let (Ok(client), Ok(server)) = (client_upgrade.await, server_upgrade.await) else {
-                    return;
-                };
-                let mut client = TokioIo::new(client);
-                let mut server = TokioIo::new(server);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-            });
+            tokio::task::spawn_local(client_upgrade.splice(server_upgrade));
         }
         backend_response(response, backend)
     }
@@ -529,9 +585,41 @@ impl Worker {
     }
 }
 
+/// How the client side of an upgraded exchange is reached once the 101 is sent.
+pub(crate) enum ClientUpgrade {
+    /// A listener connection, upgraded by hyper.
+    Http(OnUpgrade),
+    /// A tunnel stream, handed over by the connector.
+    Tunnel(TunnelUpgrade),
+}
+
+impl ClientUpgrade {
+    /// Copies bytes both ways between the client and the upgraded backend connection
+    /// until either side closes.
+    async fn splice(self, server: OnUpgrade) {
+        let Ok(server) = server.await else {
+            return;
+        };
+        let mut server = TokioIo::new(server);
+        match self {
+            Self::Http(client) => {
+                if let Ok(client) = client.await {
+                    let mut client = TokioIo::new(client);
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            }
+            Self::Tunnel(client) => {
+                if let Ok(mut client) = client.stream().await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            }
+        }
+    }
+}
+
 /// Reads a body whose size is known to fit [`MAX_REPLAY_BODY`] into memory; any
 /// other body is passed on as a stream. `Err` when the client's body breaks.
-async fn buffer_body(body: CountedBody) -> Result<RequestBody, hyper::Error> {
+async fn buffer_body(body: CountedBody) -> Result<RequestBody, super::body::BoxError> {
     let fits = body
         .size_hint()
         .upper()

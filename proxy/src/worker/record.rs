@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use http::{Method, StatusCode, Version};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 
 use super::proxy::ProxyBody;
 use crate::access_log::{AccessLog, rfc3339};
@@ -175,43 +175,5 @@ impl Drop for RecordedBody {
             sink.log
                 .write(record.line(sink.worker, self.sent, complete));
         }
-    }
-}
-
-/// The client's request body, counting the bytes read into its record.
-pub(crate) struct CountedBody {
-    inner: Incoming,
-    read: Rc<Cell<u64>>,
-}
-
-impl CountedBody {
-    pub(crate) fn new(inner: Incoming, read: Rc<Cell<u64>>) -> Self {
-        Self { inner, read }
-    }
-}
-
-impl Body for CountedBody {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                self.read.set(self.read.get() + data.len() as u64);
-            }
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }

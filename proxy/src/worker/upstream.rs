@@ -20,8 +20,8 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
+use super::body::CountedBody;
 use super::connection::LocalExec;
-use super::record::CountedBody;
 
 /// A request body sent upstream: the client's, streamed, or a buffered copy (kept
 /// for retries and mirrors).

@@ -1,0 +1,147 @@
+//! Requests through a Cloudflare Tunnel into the data plane: the edge simulator on
+//! loopback (real QUIC), `Server` with a tunnel and an HTTP listener, echo backends.
+//! Tunnel requests take the same routes, filters and metrics as listener traffic.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_connector::io::{EdgeRoots, TunnelConfig};
+use culvert_connector::sim::{EdgeSim, SimConfig};
+use culvert_proxy::{ServeConfig, Server};
+use http::{Request, StatusCode};
+use http_body_util::Full;
+use serde_json::json;
+use support::{free_port, put_config, send};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+async fn readyz(server: &Server) -> StatusCode {
+    let request = Request::get("/readyz")
+        .header("host", "c")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    send(server.control_addr(), request).await.status
+}
+
+#[tokio::test]
+async fn tunnel_requests_take_the_same_routes_as_listener_traffic() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("api")).await.unwrap();
+        let sim = EdgeSim::start(SimConfig::loopback()).await.unwrap();
+        let mut tunnel = TunnelConfig::new(sim.token().clone(), sim.quic_addrs().to_vec());
+        tunnel.roots = EdgeRoots::Pem(sim.ca().cert_pem.clone().into_bytes());
+        tunnel.ha_stagger = Duration::from_millis(20);
+        tunnel.grace_period = Duration::from_secs(10);
+        let server = Server::start(
+            ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .with_workers(NonZeroUsize::new(2).unwrap())
+                .with_tunnel(tunnel),
+        )
+        .unwrap();
+        // No config yet: not ready, whatever the tunnel does.
+        assert_eq!(readyz(&server).await, StatusCode::SERVICE_UNAVAILABLE);
+        let port = free_port();
+        let config = json!({
+            "version": 1,
+            "listeners": [{"name": "web", "address": "127.0.0.1", "port": port, "protocol": "HTTP"}],
+            "httpRoutes": [{"namespace": "shop", "name": "api", "listeners": ["web"],
+                "hostnames": ["app.example.com"],
+                "rules": [{
+                    "filters": [{"type": "RequestHeaderModifier",
+                                 "requestHeaderModifier": {"set": [{"name": "x-via", "value": "culvert"}]}}],
+                    "backends": [{"name": "api", "endpoints": [echo.addr().to_string()]}]}]}]
+        });
+        assert_eq!(put_config(server.control_addr(), &config, None).await.status, StatusCode::OK);
+        let start = Instant::now();
+        while readyz(&server).await != StatusCode::OK {
+            assert!(start.elapsed() < Duration::from_secs(20), "tunnel never registered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let start = Instant::now();
+        while sim.status().registered() < 4 {
+            assert!(start.elapsed() < Duration::from_secs(20), "{:#?}", sim.status());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // GET through the edge: routed by Host, filtered, forwarded.
+        let edge = sim.http_addr();
+        let reply = support::get(edge, "app.example.com", "/hello?x=1").await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        let seen = echo.requests().pop().unwrap();
+        assert_eq!(seen.path, "/hello?x=1");
+        assert_eq!(seen.header("x-via"), ["culvert"]);
+        assert_eq!(seen.header("x-forwarded-proto"), ["https"]);
+        // A Host no route owns: 404 from the proxy, as on a listener.
+        assert_eq!(support::get(edge, "other.example.com", "/").await.status, StatusCode::NOT_FOUND);
+
+        // POST with a 512 KiB body arrives whole.
+        let body = Bytes::from(vec![b'z'; 512 << 10]);
+        let post = Request::post("/upload")
+            .header("host", "app.example.com")
+            .header("content-length", body.len())
+            .body(Full::new(body.clone()))
+            .unwrap();
+        assert_eq!(send(edge, post).await.status, StatusCode::OK);
+        assert_eq!(echo.requests().pop().unwrap().body, body);
+
+        // WebSocket through the tunnel to the echo backend.
+        let mut ws = tokio::net::TcpStream::connect(edge).await.unwrap();
+        ws.write_all(
+            b"GET /ws HTTP/1.1\r\nHost: app.example.com\r\nConnection: Upgrade\r\n\
+              Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            ws.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+        let mask = [1u8, 2, 3, 4];
+        let mut frame = vec![0x81, 0x80 | 5];
+        frame.extend_from_slice(&mask);
+        frame.extend(b"tunnl".iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        ws.write_all(&frame).await.unwrap();
+        let mut echoed = [0u8; 7];
+        ws.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"\x81\x05tunnl");
+        drop(ws);
+
+        // The same route is counted whichever entry the requests used.
+        let listener_reply = support::get(SocketAddr::from(([127, 0, 0, 1], port)), "app.example.com", "/").await;
+        assert_eq!(listener_reply.status, StatusCode::OK);
+        let metrics = send(
+            server.control_addr(),
+            Request::get("/metrics").header("host", "c").body(Full::new(Bytes::new())).unwrap(),
+        )
+        .await;
+        let text = String::from_utf8(metrics.body.to_vec()).unwrap();
+        let line = "culvert_requests_total{route=\"shop/api\",status_class=\"2xx\"} 3";
+        assert!(text.contains(line), "{text}");
+
+        // Drain: the tunnel unregisters every connection and the plane drains.
+        server.start_drain();
+        tokio::time::timeout(Duration::from_secs(20), server.wait_drained())
+            .await
+            .expect("drained");
+        assert_eq!(sim.status().registered(), 0, "{:#?}", sim.status());
+        server.shutdown();
+        sim.shutdown().await;
+    })
+    .await
+    .unwrap();
+}
