@@ -454,3 +454,170 @@ async fn the_config_api_speaks_tls_and_picks_up_a_rotated_certificate() {
     .await
     .unwrap();
 }
+
+/// A gRPC-shaped backend over h2c: answers every request with one data frame and
+/// trailers (`grpc-status: 0` and a trailer naming the path it saw).
+async fn start_grpc_backend() -> SocketAddr {
+    use http_body_util::BodyExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |request: Request<hyper::body::Incoming>| async move {
+                        let path = request.uri().path().to_owned();
+                        let te = request.headers().get("te").cloned();
+                        let received = request.into_body().collect().await.unwrap().to_bytes();
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", "0".parse().unwrap());
+                        trailers.insert("x-seen-path", path.parse().unwrap());
+                        trailers
+                            .insert("x-seen-bytes", received.len().to_string().parse().unwrap());
+                        if let Some(te) = te {
+                            trailers.insert("x-seen-te", te);
+                        }
+                        let body = Full::new(Bytes::from_static(b"\x00\x00\x00\x00\x02hi"))
+                            .with_trailers(async move { Some(Ok(trailers)) });
+                        let response = http::Response::builder()
+                            .header("content-type", "application/grpc")
+                            .body(body)
+                            .unwrap();
+                        Ok::<_, std::convert::Infallible>(response)
+                    },
+                );
+                let _ =
+                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn grpc_over_h2c_carries_trailers_both_ways() {
+    use http_body_util::BodyExt as _;
+    tokio::time::timeout(LIMIT, async {
+        let backend = start_grpc_backend().await;
+        let port = free_port();
+        let server = start();
+        push(&server, &json!({
+            "version": 1,
+            "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+            "grpcRoutes": [{"name": "echo", "listeners": ["web"], "hostnames": ["grpc.example"],
+                "rules": [{"matches": [{"method": {"type": "Exact", "service": "demo.Echo", "method": "Say"}}],
+                           "backends": [{"name": "grpc", "endpoints": [backend.to_string()]}]}]}]
+        }))
+        .await;
+        let stream = TcpStream::connect(local(port)).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let call = |path: &str| {
+            Request::post(format!("http://grpc.example{path}"))
+                .version(Version::HTTP_2)
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(Full::new(Bytes::from_static(b"\x00\x00\x00\x00\x03abc")))
+                .unwrap()
+        };
+        let response = sender.send_request(call("/demo.Echo/Say")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "application/grpc");
+        let collected = response.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().cloned().expect("trailers reach the client");
+        assert_eq!(collected.to_bytes(), Bytes::from_static(b"\x00\x00\x00\x00\x02hi"));
+        assert_eq!(trailers["grpc-status"], "0");
+        assert_eq!(trailers["x-seen-path"], "/demo.Echo/Say");
+        assert_eq!(trailers["x-seen-bytes"], "8");
+        assert_eq!(trailers["x-seen-te"], "trailers");
+        // Another method of the service has no route: 404 from the proxy.
+        let response = sender.send_request(call("/demo.Echo/Other")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn listener_certificate_files_are_reloaded_when_they_change() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+        let ca = TestCa::new();
+        let dir = std::env::temp_dir().join(format!("culvert-listener-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+        let (cert, key) = ca.leaf(&["old.example"]);
+        std::fs::write(&cert_path, &cert).unwrap();
+        std::fs::write(&key_path, &key).unwrap();
+        let port = free_port();
+        let server = start();
+        push(
+            &server,
+            &json!({
+                "version": 1,
+                "listeners": [{"name": "tls", "port": port, "protocol": "HTTPS",
+                               "tls": {"certificateRefs": [{"namespace": "ns", "name": "site"}]}}],
+                "certificates": [{"namespace": "ns", "name": "site",
+                                  "certificateFile": cert_path, "privateKeyFile": key_path}],
+                "httpRoutes": [{"name": "r", "listeners": ["tls"], "rules": [
+                    {"backends": [{"name": "echo", "endpoints": [echo.addr().to_string()]}]}]}]
+            }),
+        )
+        .await;
+        let handshake = |name: &'static str| {
+            let config = ca.client_config(&[b"http/1.1"]);
+            async move {
+                let tcp = TcpStream::connect(local(port)).await.unwrap();
+                let server_name = rustls_pki_types::ServerName::try_from(name).unwrap();
+                tokio_rustls::TlsConnector::from(config)
+                    .connect(server_name, tcp)
+                    .await
+                    .is_ok()
+            }
+        };
+        assert!(handshake("old.example").await);
+        assert!(
+            !handshake("new.example").await,
+            "the old certificate does not cover it"
+        );
+
+        let (cert, key) = ca.leaf(&["new.example", "renewed.example"]);
+        std::fs::write(&key_path, &key).unwrap();
+        std::fs::write(&cert_path, &cert).unwrap();
+        let mut renewed = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if handshake("new.example").await {
+                renewed = true;
+                break;
+            }
+        }
+        assert!(
+            renewed,
+            "the renewed certificate was not served within 10 s"
+        );
+        let (stream, _) =
+            tls_connect(local(port), "new.example", ca.client_config(&[b"http/1.1"])).await;
+        assert_eq!(
+            send_h1_on(stream, get_request("new.example", "/"))
+                .await
+                .status,
+            StatusCode::OK
+        );
+        server.shutdown();
+        std::fs::remove_dir_all(&dir).unwrap();
+    })
+    .await
+    .unwrap();
+}
