@@ -20,7 +20,6 @@ use http::{Request, StatusCode, Version};
 use http_body_util::Full;
 use serde_json::{Value, json};
 use support::{TestCa, free_port, get, put_config, send_h1_on, send_h2, tls_connect};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -164,16 +163,6 @@ async fn h2c_from_clients_and_to_backends() {
     .unwrap();
 }
 
-/// A masked client frame (RFC 6455 §5.2) carrying `payload` as text.
-fn client_text_frame(payload: &[u8]) -> Vec<u8> {
-    assert!(payload.len() < 126);
-    let mask = [0x11, 0x22, 0x33, 0x44];
-    let mut frame = vec![0x81, 0x80 | payload.len() as u8];
-    frame.extend_from_slice(&mask);
-    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    frame
-}
-
 #[tokio::test]
 async fn websocket_upgrades_are_tunnelled() {
     tokio::time::timeout(LIMIT, async {
@@ -195,32 +184,13 @@ async fn websocket_upgrades_are_tunnelled() {
         )
         .await;
         let mut stream = TcpStream::connect(local(port)).await.unwrap();
-        stream
-            .write_all(
-                b"GET /ws HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\n\
-                  Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
-                  Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-            )
-            .await
-            .unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            stream.read_exact(&mut byte).await.unwrap();
-            head.push(byte[0]);
-        }
-        let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+        let head = support::websocket_upgrade(&mut stream, "ws.example", "/ws").await;
         assert!(head.starts_with("http/1.1 101"), "{head}");
         assert!(
             head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
             "{head}"
         );
-        stream
-            .write_all(&client_text_frame(b"hello"))
-            .await
-            .unwrap();
-        let mut reply = [0u8; 7];
-        stream.read_exact(&mut reply).await.unwrap();
+        let reply = support::websocket_echo(&mut stream, "hello").await;
         assert_eq!(reply, [0x81, 5, b'h', b'e', b'l', b'l', b'o']);
         server.shutdown();
     })
@@ -387,8 +357,7 @@ async fn drain_finishes_requests_in_flight_and_stops_accepting() {
 async fn the_config_api_speaks_tls_and_picks_up_a_rotated_certificate() {
     tokio::time::timeout(LIMIT, async {
         let ca = TestCa::new();
-        let dir = std::env::temp_dir().join(format!("culvert-control-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = support::temp_dir("control-tls");
         let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
         let (cert, key) = ca.leaf(&["control.example"]);
         std::fs::write(&cert_path, &cert).unwrap();
@@ -554,8 +523,7 @@ async fn listener_certificate_files_are_reloaded_when_they_change() {
     tokio::time::timeout(LIMIT, async {
         let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
         let ca = TestCa::new();
-        let dir = std::env::temp_dir().join(format!("culvert-listener-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = support::temp_dir("listener-tls");
         let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
         let (cert, key) = ca.leaf(&["old.example"]);
         std::fs::write(&cert_path, &cert).unwrap();

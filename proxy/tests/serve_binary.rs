@@ -17,16 +17,9 @@ use std::time::{Duration, Instant};
 use culvert_bench::{EchoBackend, EchoConfig};
 use http::StatusCode;
 use serde_json::json;
-use support::{free_port, get};
+use support::{free_port, get, temp_dir};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("culvert-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 async fn wait_until_listening(addr: SocketAddr) {
     let start = Instant::now();

@@ -22,7 +22,6 @@ use http::{Request, StatusCode};
 use http_body_util::Full;
 use serde_json::json;
 use support::{free_port, put_config, send};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -97,28 +96,9 @@ async fn tunnel_requests_take_the_same_routes_as_listener_traffic() {
 
         // WebSocket through the tunnel to the echo backend.
         let mut ws = tokio::net::TcpStream::connect(edge).await.unwrap();
-        ws.write_all(
-            b"GET /ws HTTP/1.1\r\nHost: app.example.com\r\nConnection: Upgrade\r\n\
-              Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
-              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
-        )
-        .await
-        .unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            ws.read_exact(&mut byte).await.unwrap();
-            head.push(byte[0]);
-        }
-        assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-        let mask = [1u8, 2, 3, 4];
-        let mut frame = vec![0x81, 0x80 | 5];
-        frame.extend_from_slice(&mask);
-        frame.extend(b"tunnl".iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        ws.write_all(&frame).await.unwrap();
-        let mut echoed = [0u8; 7];
-        ws.read_exact(&mut echoed).await.unwrap();
-        assert_eq!(&echoed, b"\x81\x05tunnl");
+        let head = support::websocket_upgrade(&mut ws, "app.example.com", "/ws").await;
+        assert!(head.starts_with("http/1.1 101"), "{head}");
+        assert_eq!(support::websocket_echo(&mut ws, "tunnl").await, b"\x81\x05tunnl");
         drop(ws);
 
         // The same route is counted whichever entry the requests used.

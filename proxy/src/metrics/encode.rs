@@ -16,6 +16,10 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use super::control::ControlValues;
+use super::snapshot::RouteSnapshot;
+
+/// Reads one counter of a route.
+type RouteCounter = fn(&RouteSnapshot) -> u64;
 use super::{BackendFailure, ControlStats, DURATION_BOUNDS_NANOS, STATUS_CLASSES, StatsSnapshot};
 
 /// The `Content-Type` to serve [`encode`]'s output with:
@@ -122,28 +126,25 @@ impl Collector for Exposition {
             }
         }
 
-        let mut family = encoder.encode_descriptor(
-            "culvert_request_bytes",
-            "Request body bytes read from clients, by route",
-            None,
-            MetricType::Counter,
-        )?;
-        for (route, counts) in &stats.routes {
-            family
-                .encode_family(&[("route", route.as_str())])?
-                .encode_counter::<NoLabelSet, _, u64>(&counts.request_bytes, None)?;
-        }
-
-        let mut family = encoder.encode_descriptor(
-            "culvert_response_bytes",
-            "Response body bytes written to clients, by route",
-            None,
-            MetricType::Counter,
-        )?;
-        for (route, counts) in &stats.routes {
-            family
-                .encode_family(&[("route", route.as_str())])?
-                .encode_counter::<NoLabelSet, _, u64>(&counts.response_bytes, None)?;
+        let byte_counters: [(&str, &str, RouteCounter); 2] = [
+            (
+                "culvert_request_bytes",
+                "Request body bytes read from clients, by route",
+                |counts| counts.request_bytes,
+            ),
+            (
+                "culvert_response_bytes",
+                "Response body bytes written to clients, by route",
+                |counts| counts.response_bytes,
+            ),
+        ];
+        for (name, help, value) in byte_counters {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (route, counts) in &stats.routes {
+                family
+                    .encode_family(&[("route", route.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(&value(counts), None)?;
+            }
         }
 
         let mut family = encoder.encode_descriptor(

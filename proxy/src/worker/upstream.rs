@@ -78,14 +78,7 @@ impl Upstreams {
         endpoint: SocketAddr,
         request: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let stream = connect_tcp(endpoint).await?;
-        let (mut sender, connection) = http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| UpstreamError::Connect)?;
-        tokio::task::spawn_local(async move {
-            let _ = connection.with_upgrades().await;
-        });
+        let mut sender = connect_http1(endpoint, true).await?;
         sender
             .send_request(request)
             .await
@@ -111,15 +104,7 @@ impl Upstreams {
                 },
             }
         }
-        let stream = connect_tcp(endpoint).await?;
-        let (mut sender, connection) = http1::Builder::new()
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|_| UpstreamError::Connect)?;
-        tokio::task::spawn_local(async move {
-            // Ends when the connection closes; errors surface on the request side.
-            let _ = connection.await;
-        });
+        let mut sender = connect_http1(endpoint, false).await?;
         let response = sender
             .send_request(request)
             .await
@@ -187,6 +172,27 @@ impl Upstreams {
         self.http1.borrow_mut().clear();
         self.h2c.borrow_mut().clear();
     }
+}
+
+/// A new HTTP/1.1 connection to `endpoint`, driven by its own task (which ends
+/// when the connection closes; errors surface on the request side).
+async fn connect_http1(
+    endpoint: SocketAddr,
+    upgrades: bool,
+) -> Result<http1::SendRequest<RequestBody>, UpstreamError> {
+    let stream = connect_tcp(endpoint).await?;
+    let (sender, connection) = http1::Builder::new()
+        .handshake(TokioIo::new(stream))
+        .await
+        .map_err(|_| UpstreamError::Connect)?;
+    tokio::task::spawn_local(async move {
+        let _ = if upgrades {
+            connection.with_upgrades().await
+        } else {
+            connection.await
+        };
+    });
+    Ok(sender)
 }
 
 async fn connect_tcp(endpoint: SocketAddr) -> Result<TcpStream, UpstreamError> {

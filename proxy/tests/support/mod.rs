@@ -36,18 +36,7 @@ impl Reply {
 
 /// Sends one request on a new connection.
 pub async fn send(addr: SocketAddr, request: Request<Full<Bytes>>) -> Reply {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let response = sender.send_request(request).await.unwrap();
-    let (parts, body) = response.into_parts();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+    try_send(addr, request).await.unwrap()
 }
 
 /// Sends one request on a new connection; `Err` says what failed.
@@ -215,4 +204,52 @@ where
         headers: parts.headers,
         body: body.collect().await.unwrap().to_bytes(),
     }
+}
+
+/// A fresh, empty temporary directory for this test process.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("culvert-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Opens a WebSocket on `stream` (GET `path` with `Host: host`) and returns the
+/// answer's head, lowercased.
+pub async fn websocket_upgrade<S>(stream: &mut S, host: &str, path: &str) -> String
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\n\
+         Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        stream.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap().to_ascii_lowercase()
+}
+
+/// Sends `text` as one masked client text frame (RFC 6455 §5.2) and returns the
+/// frame that comes back.
+pub async fn websocket_echo<S>(stream: &mut S, text: &str) -> Vec<u8>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    assert!(text.len() < 126);
+    let mask = [0x11, 0x22, 0x33, 0x44];
+    let mut frame = vec![0x81, 0x80 | text.len() as u8];
+    frame.extend_from_slice(&mask);
+    frame.extend(text.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    stream.write_all(&frame).await.unwrap();
+    let mut reply = vec![0u8; 2 + text.len()];
+    stream.read_exact(&mut reply).await.unwrap();
+    reply
 }
