@@ -112,6 +112,7 @@ async fn tunnel_requests_take_the_same_routes_as_listener_traffic() {
         let text = String::from_utf8(metrics.body.to_vec()).unwrap();
         let line = "culvert_requests_total{route=\"shop/api\",status_class=\"2xx\"} 3";
         assert!(text.contains(line), "{text}");
+        assert!(text.contains("culvert_tunnel_connections{state=\"registered\"} 4"), "{text}");
 
         // Drain: the tunnel unregisters every connection and the plane drains.
         server.start_drain();

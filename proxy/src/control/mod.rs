@@ -294,10 +294,9 @@ impl Control {
                 merged.merge(&snapshot);
             }
         }
-        let mut response = Response::new(Full::new(Bytes::from(metrics::encode(
-            &self.stats,
-            &merged,
-        ))));
+        let tunnel = self.tunnel.as_ref().map(tunnel_states).unwrap_or_default();
+        let text = metrics::encode(&self.stats, &merged, &tunnel);
+        let mut response = Response::new(Full::new(Bytes::from(text)));
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(metrics::CONTENT_TYPE),
@@ -415,6 +414,34 @@ impl Control {
             eprintln!("culvert: workers did not reconcile listeners within {RECONCILE_WAIT:?}");
         }
     }
+}
+
+/// How many tunnel connections are in each state, every state listed.
+fn tunnel_states(tunnel: &culvert_connector::io::Tunnel) -> Vec<(&'static str, u64)> {
+    use culvert_connector::io::ConnectionState;
+    let status = tunnel.status().borrow().clone();
+    let mut counts = [
+        ("idle", 0),
+        ("waiting", 0),
+        ("connecting", 0),
+        ("registered", 0),
+        ("draining", 0),
+        ("backoff", 0),
+        ("stopped", 0),
+    ];
+    for connection in &status.connections {
+        let index = match connection.state {
+            ConnectionState::Idle => 0,
+            ConnectionState::Waiting => 1,
+            ConnectionState::Connecting => 2,
+            ConnectionState::Registered { .. } => 3,
+            ConnectionState::Draining => 4,
+            ConnectionState::Backoff { .. } => 5,
+            ConnectionState::Stopped => 6,
+        };
+        counts[index].1 += 1;
+    }
+    counts.to_vec()
 }
 
 /// Whether the `Content-Type` is `application/json` (parameters such as `charset`

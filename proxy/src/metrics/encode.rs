@@ -34,11 +34,19 @@ pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 ///
 /// Clones `merged` once (the crate's encoder takes only owned collectors); that is a
 /// few hundred bytes per route, per scrape, on the control thread.
-pub(crate) fn encode(control: &ControlStats, merged: &StatsSnapshot) -> String {
+///
+/// `tunnel` holds how many tunnel connections are in each state (`registered`,
+/// `connecting`, ...), empty when no tunnel is served.
+pub(crate) fn encode(
+    control: &ControlStats,
+    merged: &StatsSnapshot,
+    tunnel: &[(&'static str, u64)],
+) -> String {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Exposition {
         control: control.values(),
         stats: merged.clone(),
+        tunnel: tunnel.to_vec(),
     }));
     let mut text = String::new();
     // Writing to a `String` cannot fail, and the crate's text encoder only errs on
@@ -53,11 +61,26 @@ pub(crate) fn encode(control: &ControlStats, merged: &StatsSnapshot) -> String {
 struct Exposition {
     control: ControlValues,
     stats: StatsSnapshot,
+    tunnel: Vec<(&'static str, u64)>,
 }
 
 impl Collector for Exposition {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let stats = &self.stats;
+
+        if !self.tunnel.is_empty() {
+            let mut family = encoder.encode_descriptor(
+                "culvert_tunnel_connections",
+                "Tunnel connections by state",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (state, count) in &self.tunnel {
+                family
+                    .encode_family(&[("state", *state)])?
+                    .encode_gauge(count)?;
+            }
+        }
 
         encoder
             .encode_descriptor(

@@ -67,7 +67,7 @@ fn two_workers_merge_into_one_exposition() {
     control.config_rejected();
     control.set_workers(2);
 
-    let text = encode(&control, &merged(&[&a, &b]));
+    let text = encode(&control, &merged(&[&a, &b]), &[]);
     let expected = "\
 # HELP culvert_requests_in_flight Requests being served, summed over the workers
 # TYPE culvert_requests_in_flight gauge
@@ -189,7 +189,7 @@ fn merge_is_order_independent_and_keeps_one_sided_series() {
     // Merging into an empty snapshot is the identity.
     assert_eq!(merged(&[&a]), a.snapshot());
 
-    let text = encode(&ControlStats::new(), &ab);
+    let text = encode(&ControlStats::new(), &ab, &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/only-a\",status_class=\"2xx\"} 1",
@@ -216,7 +216,7 @@ fn in_flight_and_open_connections_return_to_zero_after_guards_drop() {
 
     let busy = merged(&[&a, &b]);
     assert_eq!(busy.in_flight(), 3);
-    let text = encode(&control, &busy);
+    let text = encode(&control, &busy, &[]);
     assert_line(&text, "culvert_requests_in_flight 3");
     assert_line(
         &text,
@@ -229,7 +229,7 @@ fn in_flight_and_open_connections_return_to_zero_after_guards_drop() {
 
     let idle = merged(&[&a, &b]);
     assert_eq!(idle.in_flight(), 0);
-    let text = encode(&control, &idle);
+    let text = encode(&control, &idle, &[]);
     assert_line(&text, "culvert_requests_in_flight 0");
     assert_line(
         &text,
@@ -253,7 +253,7 @@ fn guards_outlive_a_moved_or_dropped_handle() {
     moved();
     assert_eq!(stats.snapshot().in_flight(), 0);
     assert_line(
-        &encode(&ControlStats::new(), &stats.snapshot()),
+        &encode(&ControlStats::new(), &stats.snapshot(), &[]),
         "culvert_open_connections{listener=\"l\"} 0",
     );
 }
@@ -277,7 +277,7 @@ fn routes_past_the_cap_are_counted_under_overflow() {
     assert_eq!(stats.route(Some("ns/e")).label(), OVERFLOW);
     assert_eq!(stats.route(Some("ns/b")).label(), "ns/b");
 
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/a\",status_class=\"2xx\"} 2",
@@ -317,7 +317,7 @@ fn default_route_cap_is_max_route_keys() {
     let snapshot = stats.snapshot();
     let mut total = StatsSnapshot::new();
     total.merge(&snapshot);
-    let text = encode(&ControlStats::new(), &total);
+    let text = encode(&ControlStats::new(), &total, &[]);
     let series = text
         .lines()
         .filter(|l| l.starts_with("culvert_request_bytes_total{"))
@@ -331,7 +331,7 @@ fn listeners_past_the_cap_are_counted_under_overflow() {
     let _first = stats.listener("0.0.0.0:80").connection_opened();
     let _second = stats.listener("0.0.0.0:81").connection_opened();
     let _third = stats.listener("0.0.0.0:82").connection_opened();
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     assert_line(&text, "culvert_open_connections{listener=\"0.0.0.0:80\"} 1");
     assert_line(&text, "culvert_open_connections{listener=\"overflow\"} 2");
     assert_line(&text, "culvert_connections_total{listener=\"overflow\"} 2");
@@ -347,7 +347,7 @@ fn duration_buckets_are_upper_inclusive() {
     route.record_response(StatusCode::OK, Duration::from_secs(30));
     route.record_response(StatusCode::OK, Duration::from_secs(31));
     route.record_response(StatusCode::OK, Duration::ZERO);
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     let bucket = |le: &str, n: u64| {
         format!("culvert_request_duration_seconds_bucket{{route=\"ns/t\",le=\"{le}\"}} {n}")
     };
@@ -374,7 +374,7 @@ fn status_codes_map_to_their_class() {
         let status = StatusCode::from_u16(code).expect("valid status code");
         route.record_response(status, ms(1));
     }
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     for (class, n) in [("1xx", 2), ("2xx", 1), ("3xx", 2), ("4xx", 2), ("5xx", 3)] {
         assert_line(
             &text,
@@ -403,7 +403,7 @@ fn backend_failures_have_their_label_and_status() {
             route.record_backend_failure(reason);
         }
     }
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     for (i, (_, label, _)) in expected.into_iter().enumerate() {
         assert_line(
             &text,
@@ -421,7 +421,7 @@ fn label_values_are_escaped() {
     stats
         .route(Some("ns/a\"b\\c"))
         .record_response(StatusCode::OK, ms(1));
-    let text = encode(&ControlStats::new(), &stats.snapshot());
+    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/a\\\"b\\\\c\",status_class=\"2xx\"} 1",
@@ -439,7 +439,7 @@ fn snapshot_crosses_threads() {
     let from_thread = std::thread::spawn(move || {
         let mut total = StatsSnapshot::new();
         total.merge(&snapshot);
-        encode(&ControlStats::new(), &total)
+        encode(&ControlStats::new(), &total, &[])
     })
     .join()
     .expect("encoding thread");
@@ -451,7 +451,7 @@ fn snapshot_crosses_threads() {
 
 #[test]
 fn empty_stats_still_describe_every_family() {
-    let text = encode(&ControlStats::new(), &StatsSnapshot::new());
+    let text = encode(&ControlStats::new(), &StatsSnapshot::new(), &[]);
     for family in [
         "culvert_requests_in_flight gauge",
         "culvert_requests_total counter",
