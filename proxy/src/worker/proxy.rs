@@ -244,6 +244,7 @@ impl Worker {
             request.version(),
             client,
         );
+        record.tunnel = info.tunnel;
         let response = self
             .respond(request, client_upgrade, info, &mut record)
             .await;

@@ -29,6 +29,8 @@ pub(crate) struct Record {
     pub(crate) target: String,
     pub(crate) version: Version,
     pub(crate) client: IpAddr,
+    /// The request came over a tunnel stream, not a listener.
+    pub(crate) tunnel: bool,
     /// `namespace/name` of the route that matched.
     pub(crate) route: Option<Arc<str>>,
     /// The endpoint the last attempt went to.
@@ -57,6 +59,7 @@ impl Record {
             target,
             version,
             client,
+            tunnel: false,
             route: None,
             upstream: None,
             failure: None,
@@ -72,6 +75,7 @@ impl Record {
             "time": rfc3339(self.started_at),
             "worker": worker,
             "client": self.client.to_string(),
+            "entry": if self.tunnel { "tunnel" } else { "listener" },
             "method": self.method.as_str(),
             "host": self.host,
             "target": self.target,
