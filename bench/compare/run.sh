@@ -1,0 +1,574 @@
+#!/usr/bin/env bash
+# Side-by-side load comparison of Culvert, nginx and HAProxy as reverse proxies in
+# front of one loopback backend, plus the backend on its own. Prints a Markdown report.
+#
+# Not part of the test suite (scripts/test and CI never call it): it needs root for
+# apt-get, takes minutes, and its numbers depend on the machine.
+#
+# Layout (2 cores): the proxy under test is pinned alone to PROXY_CPU; the load
+# generator and the backend share LOAD_CPU. Only one proxy runs at a time, all on the
+# same ports, with one worker each (Culvert --workers 1, nginx worker_processes 1,
+# HAProxy nbthread 1). Everything binds 127.0.0.1 only and is stopped on exit.
+#
+# Knobs (environment):
+#   DURATION=10        seconds of each measured run (a WARMUP run precedes it)
+#   WARMUP=2           seconds of the warm-up run before each measured run
+#   CONNS=64           wrk connections (HTTP/1.1 scenarios)
+#   H2_CONNS=16 H2_STREAMS=16   h2load connections and concurrent streams each
+#   IDLE_CONNS=1000    connections held open by the idle-memory scenario
+#   BACKEND=nginx      nginx (static 200) or echo (culvert-echo); see bench/README.md
+#   TLS_RESUMPTION=on  on: every server's default (all three resume sessions, and wrk
+#                      resumes its session on each new connection); off: nginx and
+#                      HAProxy refuse resumption (Culvert cannot be told to), for
+#                      looking at nginx/HAProxy alone. https-full never resumes either way.
+#   SYSTEMS="direct culvert nginx haproxy"
+#   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls idle"
+#   FULL_PROCS=8       parallel `openssl s_time -new` clients for https-full
+#   PROXY_CPU=1 LOAD_CPU=0 BACKEND_CPU=$LOAD_CPU
+#   SKIP_BUILD=1       use the binaries already in $CARGO_TARGET_DIR/release
+#   CARGO_TARGET_DIR   default <repo>/target
+#   OUT                where the Markdown report is also written (default in the run dir)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-2}
+CONNS=${CONNS:-64}
+H2_CONNS=${H2_CONNS:-16}
+H2_STREAMS=${H2_STREAMS:-16}
+IDLE_CONNS=${IDLE_CONNS:-1000}
+BACKEND=${BACKEND:-nginx}
+TLS_RESUMPTION=${TLS_RESUMPTION:-on}
+SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
+SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls idle}
+FULL_PROCS=${FULL_PROCS:-8}
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+BACKEND_CPU=${BACKEND_CPU:-$LOAD_CPU}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+# Fixed loopback ports, away from the demo's 8080/8081/9001 so a demo can keep running.
+BACKEND_PORT=19001
+BACKEND_H2C_PORT=19002
+HTTP_PORT=18080
+H2C_PORT=18082
+TLS_PORT=18443
+CONTROL_PORT=18081
+
+RUN_DIR=$(mktemp -d /tmp/culvert-compare.XXXXXX)
+OUT=${OUT:-$RUN_DIR/results.md}
+RESULTS=$RUN_DIR/results.tsv
+CLK_TCK=$(getconf CLK_TCK)
+PIDS=()
+MISSING=()
+
+log() { printf '[compare] %s\n' "$*" >&2; }
+
+# Stops every process this script started, newest first, by PID only.
+cleanup() {
+    local i
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+        stop_pid "${PIDS[i]}"
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Running and not a zombie (a dead child stays a zombie until reaped, and kill -0
+# still succeeds on it).
+alive() { [[ -e /proc/$1 ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+
+# TERM, up to 5 s to exit, then KILL; reaps it and drops it from PIDS so the exit trap
+# never signals a PID the kernel may have handed to something else since.
+stop_pid() {
+    local pid=$1 _ keep=() p
+    if alive "$pid"; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do
+            alive "$pid" || break
+            sleep 0.1
+        done
+        if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    fi
+    wait "$pid" 2>/dev/null || true
+    for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
+# ---------------------------------------------------------------- tools and build
+
+# Installs the Debian packages that provide missing tools; refreshes the package
+# lists only when a first install fails, as they are usually current enough.
+install_tools() {
+    local want=() cmd pkg
+    for pair in nginx:nginx haproxy:haproxy wrk:wrk h2load:nghttp2-client \
+        openssl:openssl python3:python3 curl:curl taskset:util-linux; do
+        cmd=${pair%%:*} pkg=${pair#*:}
+        command -v "$cmd" >/dev/null 2>&1 || want+=("$pkg")
+    done
+    if ((${#want[@]})); then
+        log "installing ${want[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        if ! apt-get install -y --no-install-recommends "${want[@]}" >"$RUN_DIR/apt.log" 2>&1; then
+            apt-get update >>"$RUN_DIR/apt.log" 2>&1 || true
+            apt-get install -y --no-install-recommends "${want[@]}" >>"$RUN_DIR/apt.log" 2>&1 ||
+                log "apt-get install failed; see $RUN_DIR/apt.log"
+        fi
+    fi
+    # The Debian packages enable services; never leave a system nginx/HAProxy on
+    # ports we did not ask for. (policy-rc.d usually keeps them from starting.)
+    for cmd in nginx haproxy wrk h2load openssl python3 curl taskset; do
+        command -v "$cmd" >/dev/null 2>&1 || MISSING+=("$cmd")
+    done
+    for cmd in openssl curl taskset; do
+        if [[ " ${MISSING[*]} " == *" $cmd "* ]]; then
+            log "$cmd is required and could not be installed"
+            exit 1
+        fi
+    done
+}
+
+have() { [[ " ${MISSING[*]} " != *" $1 "* ]]; }
+
+build() {
+    if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+        log "building culvert and culvert-echo (release) into $TARGET_DIR"
+        (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
+            cargo build --release -p culvert-proxy -p culvert-bench --bins)
+    fi
+    CULVERT=$TARGET_DIR/release/culvert
+    ECHO=$TARGET_DIR/release/culvert-echo
+    [[ -x $CULVERT && -x $ECHO ]] || {
+        log "missing $CULVERT or $ECHO"
+        exit 1
+    }
+}
+
+# ---------------------------------------------------------------- helpers
+
+# A self-signed ECDSA P-256 certificate, the kind most edge deployments serve now.
+make_cert() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -days 2 -subj /CN=bench.localhost \
+        -addext 'subjectAltName=DNS:bench.localhost,DNS:localhost,IP:127.0.0.1' \
+        -keyout "$RUN_DIR/key.pem" -out "$RUN_DIR/cert.pem" >/dev/null 2>&1
+    cat "$RUN_DIR/cert.pem" "$RUN_DIR/key.pem" >"$RUN_DIR/haproxy.pem"
+}
+
+render() { # template output
+    local nginx_tls haproxy_global haproxy_bind
+    if [[ $TLS_RESUMPTION == off ]]; then
+        nginx_tls='        ssl_session_cache off;
+        ssl_session_tickets off;'
+        haproxy_global='    tune.ssl.cachesize 0'
+        haproxy_bind='no-tls-tickets'
+    else
+        nginx_tls='' haproxy_global='' haproxy_bind=''
+    fi
+    local text
+    text=$(<"$1")
+    text=${text//@RUN@/$RUN_DIR}
+    text=${text//@BACKEND@/127.0.0.1:$BACKEND_PORT}
+    text=${text//@BACKEND_H2C@/127.0.0.1:$BACKEND_H2C_PORT}
+    text=${text//@HTTP_PORT@/$HTTP_PORT}
+    text=${text//@H2C_PORT@/$H2C_PORT}
+    text=${text//@TLS_PORT@/$TLS_PORT}
+    text=${text//@CERT@/$RUN_DIR/cert.pem}
+    text=${text//@KEY@/$RUN_DIR/key.pem}
+    text=${text//@PEM@/$RUN_DIR/haproxy.pem}
+    text=${text//@NGINX_TLS_RESUMPTION@/$nginx_tls}
+    text=${text//@HAPROXY_TLS_GLOBAL@/$haproxy_global}
+    text=${text//@HAPROXY_TLS_BIND@/$haproxy_bind}
+    printf '%s\n' "$text" >"$2"
+}
+
+# Starts a command pinned to a CPU in the background; sets STARTED to its PID
+# (taskset execs the command, so the PID is the program's own).
+start_bg() { # name cpu cmd...
+    local name=$1 cpu=$2
+    shift 2
+    taskset -c "$cpu" "$@" >"$RUN_DIR/$name.out" 2>&1 &
+    STARTED=$!
+    PIDS+=("$STARTED")
+}
+
+wait_http() { # url [seconds]
+    local _
+    for _ in $(seq $((${2:-10} * 10))); do
+        curl -fsk -o /dev/null --max-time 1 "$1" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+
+# The PID and its children (nginx's master has its worker as a child).
+family() { echo "$1"; ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
+
+# utime+stime in clock ticks of a process and its children, from /proc/PID/stat
+# (fields 14 and 15; the command name in field 2 may contain spaces, so cut after ')').
+cpu_ticks() {
+    local total=0 pid rest
+    for pid in $(family "$1"); do
+        [[ -r /proc/$pid/stat ]] || continue
+        rest=$(sed 's/^.*) //' "/proc/$pid/stat")
+        total=$((total + $(awk '{print $12 + $13}' <<<"$rest")))
+    done
+    echo "$total"
+}
+
+rss_kib() {
+    local total=0 pid kib
+    for pid in $(family "$1"); do
+        kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+        total=$((total + ${kib:-0}))
+    done
+    echo "$total"
+}
+
+# ---------------------------------------------------------------- processes
+
+start_backend() {
+    if [[ $BACKEND == nginx ]]; then
+        render "$HERE/nginx-backend.conf.in" "$RUN_DIR/nginx-backend.conf"
+        start_bg backend "$BACKEND_CPU" nginx -c "$RUN_DIR/nginx-backend.conf" -p "$RUN_DIR" \
+            -e "$RUN_DIR/nginx-backend.error.log"
+    else
+        start_bg backend "$BACKEND_CPU" "$ECHO" --listen "127.0.0.1:$BACKEND_PORT" --protocol auto
+    fi
+    BACKEND_PID=$STARTED
+    wait_http "http://127.0.0.1:$BACKEND_PORT/" || {
+        log "backend did not come up"
+        cat "$RUN_DIR/backend.out" >&2
+        exit 1
+    }
+}
+
+start_proxy() { # system; sets PROXY_PID
+    local system=$1
+    case $system in
+    culvert)
+        render "$HERE/culvert.json.in" "$RUN_DIR/culvert.json"
+        start_bg culvert "$PROXY_CPU" "$CULVERT" serve --config "$RUN_DIR/culvert.json" \
+            --control "127.0.0.1:$CONTROL_PORT" --workers 1 --no-access-log --drain-grace 1s
+        ;;
+    nginx)
+        render "$HERE/nginx-proxy.conf.in" "$RUN_DIR/nginx-proxy.conf"
+        start_bg nginx "$PROXY_CPU" nginx -c "$RUN_DIR/nginx-proxy.conf" -p "$RUN_DIR" \
+            -e "$RUN_DIR/nginx-proxy.error.log"
+        ;;
+    haproxy)
+        render "$HERE/haproxy.cfg.in" "$RUN_DIR/haproxy.cfg"
+        start_bg haproxy "$PROXY_CPU" haproxy -db -f "$RUN_DIR/haproxy.cfg"
+        ;;
+    esac
+    PROXY_PID=$STARTED
+    if ! wait_http "http://127.0.0.1:$HTTP_PORT/" || ! wait_http "https://127.0.0.1:$TLS_PORT/"; then
+        log "$system did not come up"
+        cat "$RUN_DIR/$system.out" >&2
+        exit 1
+    fi
+}
+
+stop_proxy() {
+    stop_pid "$PROXY_PID"
+    # Let TIME_WAIT and the kernel settle so the next system starts from the same place.
+    sleep 1
+}
+
+# ---------------------------------------------------------------- load runs
+
+to_ms() { # "612.00us" | "1.23ms" | "1.01s" -> milliseconds
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
+        printf "%.3f", n }'
+}
+
+# Runs the tool for the scenario (warm-up, then the measured run) and appends a row
+# to $RESULTS: system scenario req/s p50_ms p99_ms proxy_us/req proxy_cpu% backend_us/req errors
+measure() { # system scenario proxy_pid
+    local system=$1 scenario=$2 ppid=$3 scheme=http port=$HTTP_PORT tool=wrk
+    local extra=() url out="$RUN_DIR/$system-$scenario.txt"
+    case $scenario in
+    h1) ;;
+    h1-close) extra=(-H 'Connection: close') ;;
+    https) scheme=https port=$TLS_PORT ;;
+    https-close) scheme=https port=$TLS_PORT extra=(-H 'Connection: close') ;;
+    h2c) tool=h2load port=$H2C_PORT ;;
+    h2tls) tool=h2load scheme=https port=$TLS_PORT ;;
+    https-full) tool=openssl scheme=https port=$TLS_PORT ;;
+    esac
+    if [[ $system == direct ]]; then
+        port=$BACKEND_PORT
+        if [[ $scenario == h2c ]]; then port=$(direct_h2c_port); fi
+    fi
+    url="$scheme://127.0.0.1:$port/"
+    if ! have "$tool"; then
+        printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$tool" >>"$RESULTS"
+        return
+    fi
+
+    local c0 c1 b0 b1 requests rps p50 p99 errors
+    if [[ $tool == openssl ]]; then
+        # wrk and h2load keep their TLS session across reconnects, so a new connection
+        # is an abbreviated handshake; `s_time -new` never offers a session, so every
+        # connection is a full handshake. Each s_time is one connection at a time
+        # (TLS handshake, `GET / HTTP/1.0`, close); FULL_PROCS of them run in parallel.
+        # It reports no latency distribution, only counts (mean latency = time/count).
+        local i full_pids=()
+        taskset -c "$LOAD_CPU" openssl s_time -connect "127.0.0.1:$port" -new -time "$WARMUP" -www / >/dev/null 2>&1 || true
+        c0=$(cpu_ticks "$ppid") b0=$(cpu_ticks "$BACKEND_PID")
+        for ((i = 1; i <= FULL_PROCS; i++)); do
+            taskset -c "$LOAD_CPU" openssl s_time -connect "127.0.0.1:$port" -new -time "$DURATION" \
+                -www / >"$out.$i" 2>&1 &
+            full_pids+=("$!")
+        done
+        for i in "${full_pids[@]}"; do wait "$i" || true; done
+        c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
+        cat "$out".* >"$out"
+        # "N connections in T real seconds, B bytes read per connection"
+        read -r requests p50 errors < <(awk '
+            / connections in .* real seconds/ {
+                n += $1; k++
+                if ($1 > 0) lat += $4 / $1
+                if ($1 == 0 || $7 + 0 < 100) bad++   # no HTTP answer read
+            }
+            END { printf "%d %.3f %d\n", n, (k ? lat / k * 1000 : 0), bad }' "$out")
+        rps=$(awk -v n="$requests" -v d="$DURATION" 'BEGIN { printf "%.1f", n / d }')
+        p99=n/a
+    elif [[ $tool == wrk ]]; then
+        taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${WARMUP}s" "${extra[@]}" "$url" >/dev/null 2>&1 || true
+        c0=$(cpu_ticks "$ppid") b0=$(cpu_ticks "$BACKEND_PID")
+        taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "${extra[@]}" "$url" >"$out" 2>&1
+        c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
+        requests=$(awk '/ requests in / {print $1}' "$out")
+        rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+        p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$out")")
+        p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
+        errors=$(awk '
+            /Socket errors:/ { gsub(",", ""); e += $4 + $6 + $8 + $10 }
+            /Non-2xx or 3xx responses:/ { e += $NF }
+            END { print e + 0 }' "$out")
+    else
+        local log_file="$RUN_DIR/$system-$scenario.h2load.log"
+        taskset -c "$LOAD_CPU" h2load -t1 -c"$H2_CONNS" -m"$H2_STREAMS" -D "$WARMUP" "$url" >/dev/null 2>&1 || true
+        c0=$(cpu_ticks "$ppid") b0=$(cpu_ticks "$BACKEND_PID")
+        taskset -c "$LOAD_CPU" h2load -t1 -c"$H2_CONNS" -m"$H2_STREAMS" -D "$DURATION" \
+            --log-file="$log_file" "$url" >"$out" 2>&1
+        c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
+        requests=$(awk '/^requests:/ {print $6}' "$out")
+        rps=$(awk '/^finished in/ {print $4}' "$out")
+        # h2load prints no percentiles; its per-request log has the elapsed time in
+        # microseconds in column 3.
+        read -r p50 p99 < <(cut -f3 "$log_file" | sort -n | awk '
+            { v[NR] = $1 }
+            END { if (NR == 0) { print "nan nan"; exit }
+                  i50 = int(NR * 0.50); if (i50 < 1) i50 = 1
+                  i99 = int(NR * 0.99); if (i99 < 1) i99 = 1
+                  printf "%.3f %.3f\n", v[i50] / 1000, v[i99] / 1000 }')
+        # failed/errored/timeout streams plus 4xx/5xx answers.
+        errors=$(awk '
+            /^requests:/ { e += $10 + $12 + $14 }
+            /^status codes:/ { e += $7 + $9 }
+            END { print e + 0 }' "$out")
+    fi
+    if [[ -z $requests || $requests == 0 ]]; then
+        printf '%s\t%s\tfailed: no requests completed (see %s)\n' "$system" "$scenario" "$out" >>"$RESULTS"
+        return
+    fi
+    local proxy_us proxy_pct backend_us
+    proxy_us=$(awk -v d=$((c1 - c0)) -v t="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / n }')
+    proxy_pct=$(awk -v d=$((c1 - c0)) -v t="$CLK_TCK" -v s="$DURATION" 'BEGIN { printf "%.0f", d / t / s * 100 }')
+    backend_us=$(awk -v d=$((b1 - b0)) -v t="$CLK_TCK" -v n="$requests" 'BEGIN { printf "%.1f", d / t * 1e6 / n }')
+    if [[ $system == direct ]]; then proxy_us=- proxy_pct=-; fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$system" "$scenario" "$rps" "$p50" "$p99" \
+        "$proxy_us" "$proxy_pct" "$backend_us" "$errors" >>"$RESULTS"
+    log "$system $scenario: $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${proxy_us}us/req, errors $errors"
+}
+
+direct_h2c_port() {
+    # culvert-echo --protocol auto speaks h2c on its one port; the nginx backend needs
+    # a second, h2c-only port (nginx 1.22 cannot mix them).
+    if [[ $BACKEND == nginx ]]; then echo "$BACKEND_H2C_PORT"; else echo "$BACKEND_PORT"; fi
+}
+
+# Opens IDLE_CONNS connections (one request each, then idle) against a freshly
+# started proxy and records its RSS growth per connection.
+measure_idle() { # system plain|tls
+    local system=$1 mode=$2 port=$HTTP_PORT scheme=http
+    if [[ $mode == tls ]]; then port=$TLS_PORT scheme=https; fi
+    if ! have python3; then
+        printf '%s\tidle-%s\tnot run: python3 missing\n' "$system" "$mode" >>"$RESULTS"
+        return
+    fi
+    start_proxy "$system"
+    # A few requests first so lazily built state (TLS config, upstream pool) is in
+    # the baseline rather than charged to the idle connections.
+    local _
+    for _ in 1 2 3; do curl -fsk -o /dev/null "$scheme://127.0.0.1:$port/" || true; done
+    sleep 1
+    local before after ready="$RUN_DIR/idle-$system-$mode.ready" holder
+    before=$(rss_kib "$PROXY_PID")
+    rm -f "$ready"
+    start_bg "idle-$system-$mode" "$LOAD_CPU" python3 "$HERE/idle_conns.py" 127.0.0.1 "$port" \
+        "$IDLE_CONNS" "$mode" "$ready" 120
+    holder=$STARTED
+    for _ in $(seq 600); do
+        [[ -s $ready ]] && break
+        sleep 0.1
+    done
+    sleep 2
+    after=$(rss_kib "$PROXY_PID")
+    local opened failed
+    read -r _ opened failed <"$ready" || { opened=0 failed=$IDLE_CONNS; }
+    stop_pid "$holder"
+    stop_proxy
+    if ((opened == 0)); then
+        printf '%s\tidle-%s\tfailed: no connection opened\n' "$system" "$mode" >>"$RESULTS"
+        return
+    fi
+    printf '%s\tidle-%s\t%s\t%s\t%s\t%s\n' "$system" "$mode" "$before" "$after" "$opened" "$failed" >>"$RESULTS"
+    log "$system idle-$mode: RSS ${before} -> ${after} KiB over $opened connections ($failed failed)"
+}
+
+# ---------------------------------------------------------------- report
+
+report() {
+    local scenario system title
+    echo "# Culvert vs nginx vs HAProxy ($(date -u +%Y-%m-%dT%H:%MZ))"
+    echo
+    echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
+    echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU"
+    echo "- runs: ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION"
+    echo "- load average (other work on the machine) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- versions: culvert $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- proxy router 2>/dev/null || echo '+dirty'), $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(haproxy -v 2>/dev/null | awk 'NR == 1 {print "HAProxy " $3}'), $(wrk -v 2>&1 | awk 'NR == 1 {print "wrk " $2}'), $(h2load --version 2>/dev/null | awk '{print $2}')"
+    echo
+    for scenario in h1 h1-close https https-close https-full h2c h2tls; do
+        [[ " $SCENARIOS " == *" $scenario "* ]] || continue
+        case $scenario in
+        h1) title="HTTP/1.1 keep-alive (wrk)" ;;
+        h1-close) title="HTTP/1.1, new connection per request (wrk, Connection: close)" ;;
+        https) title="HTTPS keep-alive (wrk, HTTP/1.1 over TLS)" ;;
+        https-close) title="HTTPS, new TLS connection per request, session resumed (wrk, Connection: close)" ;;
+        https-full) title="HTTPS, full TLS handshake per request (openssl s_time -new x$FULL_PROCS; p50 column = mean)" ;;
+        h2c) title="h2c, prior knowledge (h2load)" ;;
+        h2tls) title="HTTP/2 over TLS (h2load, ALPN h2)" ;;
+        esac
+        echo "## $title"
+        echo
+        echo "| system | req/s | p50 ms | p99 ms | proxy CPU µs/req | proxy CPU % | backend CPU µs/req | errors |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+        for system in $SYSTEMS; do
+            awk -F'\t' -v s="$system" -v c="$scenario" '
+                $1 == s && $2 == c {
+                    if (NF == 3) printf "| %s | %s | | | | | | |\n", s, $3
+                    else printf "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", s, $3, $4, $5, $6, $7, $8, $9
+                }' "$RESULTS"
+        done
+        echo
+    done
+    if [[ " $SCENARIOS " == *" idle "* ]]; then
+        echo "## Memory per idle connection (RSS growth / connections, one request each then idle)"
+        echo
+        echo "| system | mode | RSS before KiB | RSS after KiB | connections | failed | bytes/conn |"
+        echo "|---|---|---:|---:|---:|---:|---:|"
+        for system in $SYSTEMS; do
+            [[ $system == direct ]] && continue
+            for mode in plain tls; do
+                awk -F'\t' -v s="$system" -v c="idle-$mode" -v m="$mode" '
+                    $1 == s && $2 == c {
+                        if (NF == 3) printf "| %s | %s | %s | | | | |\n", s, m, $3
+                        else printf "| %s | %s | %s | %s | %s | %s | %.0f |\n", s, m, $3, $4, $5, $6, ($4 - $3) * 1024 / $5
+                    }' "$RESULTS"
+            done
+        done
+        echo
+    fi
+    echo "## Culvert relative to nginx and HAProxy"
+    echo
+    echo "Culvert's value divided by the peer's: req/s > 1 means Culvert served more; CPU/req, p99 and memory < 1 mean Culvert used or took less."
+    echo
+    echo "| scenario | req/s vs nginx | req/s vs HAProxy | CPU/req vs nginx | CPU/req vs HAProxy | p99 vs nginx | p99 vs HAProxy |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    awk -F'\t' '
+        function r(a, b) { return (a == "" || b == "" || a == "-" || a == "n/a" || b == "n/a" || b + 0 == 0) ? "n/a" : sprintf("%.2f", a / b) }
+        NF == 9 { rps[$1, $2] = $3; cpu[$1, $2] = $6; p99[$1, $2] = $5; if (!(($2) in seen)) { seen[$2] = 1; order[++n] = $2 } }
+        NF == 6 { mem[$1, $2] = ($4 - $3) / $5; if (!(($2) in mseen)) { mseen[$2] = 1; morder[++m] = $2 } }
+        END {
+            for (i = 1; i <= n; i++) {
+                c = order[i]
+                printf "| %s | %s | %s | %s | %s | %s | %s |\n", c, r(rps["culvert", c], rps["nginx", c]), r(rps["culvert", c], rps["haproxy", c]), r(cpu["culvert", c], cpu["nginx", c]), r(cpu["culvert", c], cpu["haproxy", c]), r(p99["culvert", c], p99["nginx", c]), r(p99["culvert", c], p99["haproxy", c])
+            }
+            if (m) {
+                print ""
+                print "| idle memory | bytes/conn vs nginx | bytes/conn vs HAProxy |"
+                print "|---|---:|---:|"
+                for (i = 1; i <= m; i++) {
+                    c = morder[i]
+                    printf "| %s | %s | %s |\n", c, r(mem["culvert", c], mem["nginx", c]), r(mem["culvert", c], mem["haproxy", c])
+                }
+            }
+        }' "$RESULTS"
+    echo
+    echo "Raw tool output and logs: $RUN_DIR"
+}
+
+# ---------------------------------------------------------------- main
+
+main() {
+    # 1,000+ idle connections and a proxy per test need more than the usual 1024 fds;
+    # take what the hard limit allows.
+    ulimit -n "$(ulimit -Hn)"
+    install_tools
+    build
+    for port in $BACKEND_PORT $BACKEND_H2C_PORT $HTTP_PORT $H2C_PORT $TLS_PORT $CONTROL_PORT; do
+        port_free "$port" || {
+            log "port $port is in use; stop what holds it first"
+            exit 1
+        }
+    done
+    make_cert
+    : >"$RESULTS"
+    LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+    start_backend
+    log "backend: $BACKEND (pid $BACKEND_PID), results in $RUN_DIR"
+
+    local system scenario
+    for system in $SYSTEMS; do
+        if [[ $system != direct ]] && ! have "$system" && [[ $system != culvert ]]; then
+            for scenario in $SCENARIOS; do
+                printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$system" >>"$RESULTS"
+            done
+            continue
+        fi
+        local throughput=()
+        for scenario in $SCENARIOS; do
+            [[ $scenario == idle ]] && continue
+            # The backend speaks no TLS, so "direct" has no TLS rows.
+            [[ $system == direct && ($scenario == https* || $scenario == h2tls) ]] && continue
+            throughput+=("$scenario")
+        done
+        if ((${#throughput[@]})); then
+            local ppid=$BACKEND_PID
+            if [[ $system != direct ]]; then
+                start_proxy "$system"
+                ppid=$PROXY_PID
+            fi
+            for scenario in "${throughput[@]}"; do
+                measure "$system" "$scenario" "$ppid"
+            done
+            if [[ $system != direct ]]; then stop_proxy; fi
+        fi
+        if [[ $system != direct && " $SCENARIOS " == *" idle "* ]]; then
+            measure_idle "$system" plain
+            measure_idle "$system" tls
+        fi
+    done
+    report | tee "$OUT"
+}
+
+main "$@"
