@@ -90,7 +90,7 @@ pub(super) async fn serve(
         .load()
         .as_ref()
         .and_then(|snapshot| snapshot.tls.server_config(bound).cloned());
-    let mut info = ConnectionInfo {
+    let info = ConnectionInfo {
         peer,
         local,
         bound,
@@ -99,15 +99,24 @@ pub(super) async fn serve(
     };
     match server_config {
         None => serve_http(worker, stream, info).await,
-        Some(config) => {
-            let accept = TlsAcceptor::from(config).accept(stream);
-            let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
-                return;
-            };
-            info.tls = Some(stream.get_ref().1.server_name().map(Arc::from));
-            serve_http(worker, stream, info).await;
-        }
+        // Boxed: a TLS session is several kilobytes, and keeping it out of line keeps
+        // every clear-text connection's task small.
+        Some(config) => Box::pin(serve_tls(worker, stream, info, config)).await,
     }
+}
+
+async fn serve_tls(
+    worker: Rc<Worker>,
+    stream: TcpStream,
+    mut info: ConnectionInfo,
+    config: Arc<rustls::ServerConfig>,
+) {
+    let accept = TlsAcceptor::from(config).accept(stream);
+    let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
+        return;
+    };
+    info.tls = Some(stream.get_ref().1.server_name().map(Arc::from));
+    serve_http(worker, stream, info).await;
 }
 
 async fn serve_http<I>(worker: Rc<Worker>, io: I, info: ConnectionInfo)

@@ -435,7 +435,7 @@ impl Worker {
     async fn forward_with_retries(
         self: &Rc<Self>,
         rule: &culvert_router::rule::Rule,
-        head: UpstreamHead,
+        mut head: UpstreamHead,
         body: RequestBody,
         grpc: bool,
         record: &mut Record,
@@ -467,7 +467,13 @@ impl Worker {
                     None => return failed(record, BackendFailure::Protocol),
                 },
             };
-            let request = build_request(&head, backend, attempt_body, protocol_of(backend, grpc));
+            let headers = if last {
+                std::mem::take(&mut head.headers)
+            } else {
+                head.headers.clone()
+            };
+            let protocol = protocol_of(backend, grpc);
+            let request = build_request(&head, headers, backend, attempt_body, protocol);
             let limit = shortest(
                 timeouts.backend_request,
                 deadline.map(|d| d - Instant::now()),
@@ -528,8 +534,10 @@ impl Worker {
         head.headers.insert(header::UPGRADE, protocol);
         head.headers
             .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        let headers = std::mem::take(&mut head.headers);
         let request = build_request(
             &head,
+            headers,
             backend,
             Either::Right(Full::new(Bytes::new())),
             Protocol::Http1,
@@ -575,7 +583,13 @@ impl Worker {
             return;
         };
         let protocol = protocol_of(backend, grpc);
-        let request = build_request(head, backend, Either::Right(body), protocol);
+        let request = build_request(
+            head,
+            head.headers.clone(),
+            backend,
+            Either::Right(body),
+            protocol,
+        );
         let upstreams = Rc::clone(&self.upstreams);
         tokio::task::spawn_local(async move {
             if let Ok(response) = upstreams.send(endpoint, protocol, request).await {
@@ -685,13 +699,16 @@ fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
 
 /// The request for one attempt: the head with the backend's own header filter, in
 /// the form the protocol wants (origin-form for HTTP/1.1, absolute for HTTP/2).
+///
+/// `headers` are the head's (a copy when the head is needed again: a retry, a
+/// mirror), so the last or only attempt moves them instead of copying.
 fn build_request(
     head: &UpstreamHead,
+    mut headers: HeaderMap,
     backend: &Backend,
     body: RequestBody,
     protocol: Protocol,
 ) -> Request<RequestBody> {
-    let mut headers = head.headers.clone();
     if let Some(modifier) = &backend.request_headers {
         apply_header_modifier(modifier, &mut headers);
     }

@@ -28,7 +28,7 @@ use super::connection::LocalExec;
 pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
-const MAX_IDLE_PER_ENDPOINT: usize = 32;
+const MAX_IDLE_PER_ENDPOINT: usize = 1024;
 /// Longest wait for a TCP connection to an endpoint.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
