@@ -1,6 +1,6 @@
 //! Cloudflare Tunnel connector for Culvert.
 //!
-//! This crate owns the tunnel protocol of `spec/tunnel-protocol.md`. What exists now is
+//! This crate owns the tunnel protocol of `spec/tunnel-protocol.md`. At its base is
 //! the sans-IO protocol core, [`proto`]: bytes, events and time go in, bytes,
 //! deadlines and events come out. It covers
 //!
@@ -12,17 +12,21 @@
 //!   `unregisterConnection`) and [`proto::ControlServer`] for the edge simulator,
 //! * data streams: the preamble ([`proto::preamble`]), the
 //!   [`proto::ConnectRequest`] / [`proto::ConnectResponse`] codec that consumes
-//!   exactly one message, and the metadata conventions ([`proto::metadata`]).
+//!   exactly one message, and the metadata conventions ([`proto::metadata`]),
+//! * the HTTP/2 transport's header conventions ([`proto::http2`]: stream marking,
+//!   serialized response headers).
 //!
 //! On top of it:
 //!
-//! * [`io`], the QUIC driver (quinn, tokio, rustls with aws-lc-rs): HA connections,
-//!   registration, request streams handed to a [`io::TunnelHandler`], reconnects,
-//!   drain and readiness. It only moves bytes and timers.
+//! * [`io`], the driver (tokio, rustls with aws-lc-rs): QUIC with quinn, HTTP/2
+//!   with h2 over TLS, or QUIC falling back to HTTP/2 ([`io::Transport`]); HA
+//!   connections, registration, request streams handed to a [`io::TunnelHandler`],
+//!   reconnects, drain and readiness. It only moves bytes and timers.
 //! * [`sim`], the edge simulator behind the `culvert-edge-sim` binary: plays
-//!   Cloudflare's side on loopback for tests, benchmarks and unmodified cloudflared.
+//!   Cloudflare's side, QUIC and HTTP/2, on loopback for tests, benchmarks and
+//!   unmodified cloudflared.
 //!
-//! Still to come: the HTTP/2 transport and SRV edge discovery.
+//! Still to come: SRV edge discovery.
 //!
 //! It must never route requests itself: requests arriving on tunnel streams are handed
 //! to the data plane, which routes them with the same `culvert-router` table as its own

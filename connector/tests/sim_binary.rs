@@ -1,5 +1,5 @@
 //! The `culvert-edge-sim` binary: state directory contract, a connector registering
-//! against it with the files it wrote, and the refused `--h2` flag.
+//! against it with the files it wrote, over QUIC and over HTTP/2 (`--h2`).
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod support;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use culvert_connector::io::{EdgeRoots, Tunnel, TunnelConfig};
+use culvert_connector::io::{EdgeRoots, Transport, Tunnel, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use http::StatusCode;
 use support::*;
@@ -115,24 +115,77 @@ fn tunnel_id_of(dir: &Path) -> String {
     token.tunnel_id.to_string()
 }
 
+#[tokio::test]
+async fn the_binary_serves_http2_and_records_its_addresses() {
+    local(async {
+        let dir = state_dir("h2");
+        let child = Command::new(env!("CARGO_BIN_EXE_culvert-edge-sim"))
+            .args([
+                "--h2",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+                "127.0.0.1:0",
+            ])
+            .args(["--http", "127.0.0.1:0", "--quiet", "--state-dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let _child = Kill(child);
+        wait_for_file(&dir.join("tunnel-token")).await;
+        let token = TunnelToken::parse(&std::fs::read_to_string(dir.join("tunnel-token")).unwrap())
+            .unwrap();
+        let read_addrs = |name: &str| -> Vec<std::net::SocketAddr> {
+            std::fs::read_to_string(dir.join(name))
+                .unwrap()
+                .lines()
+                .map(|l| l.parse().unwrap())
+                .collect()
+        };
+        assert!(read_addrs("edge-addrs").is_empty());
+        let h2 = read_addrs("h2-addrs");
+        assert_eq!(h2.len(), 4);
+        let http: std::net::SocketAddr = std::fs::read_to_string(dir.join("http-addr"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut config = TunnelConfig::new(token, Vec::new());
+        config.transport = Transport::Http2;
+        config.h2_edges = Some(h2);
+        config.roots = EdgeRoots::CaFile(dir.join("ca.pem"));
+        config.ha_stagger = Duration::from_millis(20);
+        let tunnel = Tunnel::new(config).unwrap();
+        let echo = std::rc::Rc::new(Echo::default());
+        tunnel.spawn_all_local(handler(&echo));
+        tunnel.wait_registered(4).await.unwrap();
+        let status = get(http, culvert_connector::sim::STATUS_PATH).await;
+        let json: serde_json::Value = serde_json::from_slice(&status.body.unwrap()).unwrap();
+        let http2 = json["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["state"] == "registered" && c["transport"] == "http2")
+            .count();
+        assert_eq!(http2, 4, "{json:#}");
+        assert_eq!(get(http, "/hello").await.status, StatusCode::OK);
+        tunnel.shutdown();
+        tunnel.closed().await.unwrap();
+        drop(_child);
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}
+
 #[test]
-fn the_h2_flag_is_refused_for_now() {
-    let dir = state_dir("h2");
+fn the_binary_needs_a_quic_or_h2_listener() {
+    let dir = state_dir("none");
     let output = Command::new(env!("CARGO_BIN_EXE_culvert-edge-sim"))
-        .args([
-            "--quic",
-            "127.0.0.1:0",
-            "--h2",
-            "127.0.0.1:0",
-            "--http",
-            "127.0.0.1:0",
-            "--state-dir",
-        ])
+        .args(["--http", "127.0.0.1:0", "--state-dir"])
         .arg(&dir)
         .output()
         .unwrap();
     assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("not supported yet"), "{stderr}");
     assert!(!dir.join("tunnel-token").exists());
 }

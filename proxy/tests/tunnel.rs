@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use culvert_bench::{EchoBackend, EchoConfig};
-use culvert_connector::io::{EdgeRoots, TunnelConfig};
-use culvert_connector::sim::{EdgeSim, SimConfig};
+use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
+use culvert_connector::sim::{EdgeSim, SimConfig, SimTransport};
 use culvert_proxy::{ServeConfig, Server};
 use http::{Request, StatusCode};
 use http_body_util::Full;
@@ -34,11 +34,28 @@ async fn readyz(server: &Server) -> StatusCode {
 }
 
 #[tokio::test]
-async fn tunnel_requests_take_the_same_routes_as_listener_traffic() {
+async fn tunnel_requests_over_quic_take_the_same_routes_as_listener_traffic() {
+    tunnel_requests_take_the_same_routes(Transport::Quic).await;
+}
+
+#[tokio::test]
+async fn tunnel_requests_over_http2_take_the_same_routes_as_listener_traffic() {
+    tunnel_requests_take_the_same_routes(Transport::Http2).await;
+}
+
+async fn tunnel_requests_take_the_same_routes(transport: Transport) {
     tokio::time::timeout(LIMIT, async {
         let echo = EchoBackend::start(EchoConfig::new("api")).await.unwrap();
-        let sim = EdgeSim::start(SimConfig::loopback()).await.unwrap();
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        let sim = EdgeSim::start(SimConfig {
+            h2: vec![any; 4],
+            ..SimConfig::loopback()
+        })
+        .await
+        .unwrap();
         let mut tunnel = TunnelConfig::new(sim.token().clone(), sim.quic_addrs().to_vec());
+        tunnel.transport = transport;
+        tunnel.h2_edges = Some(sim.h2_addrs().to_vec());
         tunnel.roots = EdgeRoots::Pem(sim.ca().cert_pem.clone().into_bytes());
         tunnel.ha_stagger = Duration::from_millis(20);
         tunnel.grace_period = Duration::from_secs(10);
@@ -72,6 +89,15 @@ async fn tunnel_requests_take_the_same_routes_as_listener_traffic() {
             assert!(start.elapsed() < Duration::from_secs(20), "{:#?}", sim.status());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let expected = match transport {
+            Transport::Http2 => SimTransport::Http2,
+            _ => SimTransport::Quic,
+        };
+        let status = sim.status();
+        assert!(
+            status.connections.iter().all(|c| c.transport == expected),
+            "{status:#?}"
+        );
 
         // GET through the edge: routed by Host, filtered, forwarded.
         let edge = sim.http_addr();

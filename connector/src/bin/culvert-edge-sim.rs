@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Parser;
 use culvert_connector::proto::TunnelToken;
 use culvert_connector::sim::{EdgeSim, STATUS_PATH, SimConfig};
@@ -16,15 +16,15 @@ use culvert_connector::sim::{EdgeSim, STATUS_PATH, SimConfig};
 #[command(name = "culvert-edge-sim", version)]
 struct Args {
     /// QUIC listener addresses (one per HA connection; port 0 picks a free port).
-    #[arg(long = "quic", value_name = "ADDR", num_args = 1.., required = true)]
+    #[arg(long = "quic", value_name = "ADDR", num_args = 1.., required_unless_present = "h2")]
     quic: Vec<SocketAddr>,
-    /// HTTP/2 listener addresses (not supported yet).
+    /// HTTP/2 (TLS over TCP) listener addresses, one per HA connection.
     #[arg(long = "h2", value_name = "ADDR", num_args = 1..)]
     h2: Vec<SocketAddr>,
     /// Plain HTTP listener that forwards requests through the tunnel.
     #[arg(long, value_name = "ADDR")]
     http: SocketAddr,
-    /// Directory for ca.pem, ca-key.pem, edge-addrs, http-addr and tunnel-token.
+    /// Directory for ca.pem, ca-key.pem, edge-addrs, h2-addrs, http-addr and tunnel-token.
     #[arg(long = "state-dir", value_name = "DIR")]
     state_dir: PathBuf,
     /// Accept the token in this file instead of the state directory's (or a new one).
@@ -37,9 +37,6 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    if !args.h2.is_empty() {
-        bail!("--h2: the HTTP/2 transport is not supported yet; use --quic");
-    }
     let token = match &args.token_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -50,6 +47,7 @@ fn main() -> anyhow::Result<()> {
     };
     let config = SimConfig {
         quic: args.quic,
+        h2: args.h2,
         http: args.http,
         state_dir: Some(args.state_dir.clone()),
         token,
@@ -64,6 +62,9 @@ fn main() -> anyhow::Result<()> {
         let sim = EdgeSim::start(config).await?;
         for addr in sim.quic_addrs() {
             println!("quic {addr}");
+        }
+        for addr in sim.h2_addrs() {
+            println!("h2 {addr}");
         }
         println!("http {}", sim.http_addr());
         println!("status http://{}{STATUS_PATH}", sim.http_addr());

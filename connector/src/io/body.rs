@@ -1,11 +1,13 @@
-//! Byte carriers over one QUIC stream: [`TunnelBody`] (a request or response body
-//! read from a stream) and [`TunnelStream`] (both directions of a websocket or TCP
-//! stream, after its response head), plus [`TunnelUpgrade`], the request extension
-//! that yields a `TunnelStream`.
+//! Byte carriers over one tunnel stream, QUIC or HTTP/2: [`TunnelBody`] (a request
+//! or response body read from a stream) and [`TunnelStream`] (both directions of a
+//! websocket or TCP stream, after its response head), plus [`TunnelUpgrade`], the
+//! request extension that yields a `TunnelStream`.
 //!
-//! They own the bytes that were read past a stream head (the head decoder consumes
-//! exactly one message; whatever the read brought in after it belongs to the body)
-//! and hand them out before anything else. They never parse the bytes they carry.
+//! They own the bytes that were read past a QUIC stream head (the head decoder
+//! consumes exactly one message; whatever the read brought in after it belongs to
+//! the body) and hand them out before anything else. Over HTTP/2 they release flow
+//! control credit as bytes are handed out, so a slow reader slows the edge down.
+//! They never parse the bytes they carry.
 
 use std::fmt;
 use std::io;
@@ -83,11 +85,32 @@ enum Inner {
     Empty,
     Stream {
         leftover: Option<Bytes>,
-        recv: quinn::RecvStream,
+        recv: Source,
         buf: BytesMut,
         remaining: Option<u64>,
     },
     Done,
+}
+
+/// Where a body's bytes come from.
+enum Source {
+    Quic(quinn::RecvStream),
+    H2(h2::RecvStream),
+}
+
+/// Maps an HTTP/2 stream error to `io::Error` (a reset is `ConnectionReset`).
+pub(crate) fn h2_io_error(error: h2::Error) -> io::Error {
+    if error.is_io() {
+        return error
+            .into_io()
+            .unwrap_or_else(|| io::Error::other("http/2 i/o error"));
+    }
+    let kind = if error.is_reset() || error.is_go_away() {
+        io::ErrorKind::ConnectionReset
+    } else {
+        io::ErrorKind::Other
+    };
+    io::Error::new(kind, error)
 }
 
 impl TunnelBody {
@@ -108,7 +131,24 @@ impl TunnelBody {
         Self {
             inner: Inner::Stream {
                 leftover: (!leftover.is_empty()).then_some(leftover),
-                recv,
+                recv: Source::Quic(recv),
+                buf: BytesMut::new(),
+                remaining: content_length,
+            },
+            _guard: None,
+        }
+    }
+
+    /// The body of an HTTP/2 stream (the library checks `content-length` itself;
+    /// it is kept for the size hint). Trailers are passed on as a trailers frame.
+    pub(crate) fn from_h2(recv: h2::RecvStream, content_length: Option<u64>) -> Self {
+        if recv.is_end_stream() {
+            return Self::empty();
+        }
+        Self {
+            inner: Inner::Stream {
+                leftover: None,
+                recv: Source::H2(recv),
                 buf: BytesMut::new(),
                 remaining: content_length,
             },
@@ -159,26 +199,45 @@ impl Body for TunnelBody {
         let chunk = if let Some(chunk) = leftover.take() {
             chunk
         } else {
-            buf.clear();
-            buf.resize(READ_CHUNK, 0);
-            let mut read_buf = ReadBuf::new(&mut buf[..]);
-            let polled = Pin::new(&mut *recv).poll_read(cx, &mut read_buf);
-            let n = match ready!(polled) {
-                Ok(()) => read_buf.filled().len(),
+            let polled = match recv {
+                Source::Quic(recv) => poll_quic(recv, buf, cx),
+                Source::H2(recv) => match recv.poll_data(cx) {
+                    Poll::Ready(Some(Ok(data))) => {
+                        // Hand the credit back: the bytes now belong to the reader.
+                        let _ = recv.flow_control().release_capacity(data.len());
+                        Poll::Ready(Ok(Some(data)))
+                    }
+                    Poll::Ready(Some(Err(e))) => Poll::Ready(Err(h2_io_error(e))),
+                    Poll::Ready(None) => match ready!(recv.poll_trailers(cx)) {
+                        Ok(Some(trailers)) => {
+                            let early = remaining.is_some_and(|r| r > 0);
+                            this.inner = Inner::Done;
+                            return Poll::Ready(Some(if early {
+                                Err(length_error("stream ended before content-length"))
+                            } else {
+                                Ok(Frame::trailers(trailers))
+                            }));
+                        }
+                        Ok(None) => Poll::Ready(Ok(None)),
+                        Err(e) => Poll::Ready(Err(h2_io_error(e))),
+                    },
+                    Poll::Pending => Poll::Pending,
+                },
+            };
+            match ready!(polled) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => {
+                    let early = remaining.is_some_and(|r| r > 0);
+                    this.inner = Inner::Done;
+                    return Poll::Ready(
+                        early.then(|| Err(length_error("stream ended before content-length"))),
+                    );
+                }
                 Err(e) => {
                     this.inner = Inner::Done;
                     return Poll::Ready(Some(Err(e)));
                 }
-            };
-            if n == 0 {
-                let early = remaining.is_some_and(|r| r > 0);
-                this.inner = Inner::Done;
-                return Poll::Ready(
-                    early.then(|| Err(length_error("stream ended before content-length"))),
-                );
             }
-            buf.truncate(n);
-            buf.split().freeze()
         };
         if let Some(left) = remaining {
             let len = chunk.len() as u64;
@@ -213,16 +272,47 @@ impl Body for TunnelBody {
     }
 }
 
+/// Reads one chunk from a QUIC stream; `None` at FIN.
+fn poll_quic(
+    recv: &mut quinn::RecvStream,
+    buf: &mut BytesMut,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<Option<Bytes>>> {
+    buf.clear();
+    buf.resize(READ_CHUNK, 0);
+    let mut read_buf = ReadBuf::new(&mut buf[..]);
+    ready!(Pin::new(recv).poll_read(cx, &mut read_buf))?;
+    let n = read_buf.filled().len();
+    if n == 0 {
+        return Poll::Ready(Ok(None));
+    }
+    buf.truncate(n);
+    Poll::Ready(Ok(Some(buf.split().freeze())))
+}
+
 /// Both directions of a websocket or TCP tunnel stream, after the response head.
 ///
 /// Reads return what the edge sends (frames for a websocket, raw bytes for TCP);
-/// writes go to the edge. `poll_shutdown` sends FIN. cloudflared tears such a
-/// stream down as soon as either direction ends, and so should a handler.
+/// writes go to the edge. `poll_shutdown` ends the write side (QUIC FIN, HTTP/2
+/// END_STREAM). cloudflared tears such a stream down as soon as either direction
+/// ends, and so should a handler.
 pub struct TunnelStream {
-    leftover: Bytes,
-    recv: quinn::RecvStream,
-    send: quinn::SendStream,
+    halves: Halves,
     _guard: Option<InFlightGuard>,
+}
+
+enum Halves {
+    Quic {
+        leftover: Bytes,
+        recv: quinn::RecvStream,
+        send: quinn::SendStream,
+    },
+    H2 {
+        pending: Bytes,
+        recv: h2::RecvStream,
+        send: h2::SendStream<Bytes>,
+        ended: bool,
+    },
 }
 
 impl TunnelStream {
@@ -233,25 +323,57 @@ impl TunnelStream {
         guard: Option<InFlightGuard>,
     ) -> Self {
         Self {
-            leftover,
-            recv,
-            send,
+            halves: Halves::Quic {
+                leftover,
+                recv,
+                send,
+            },
             _guard: guard,
         }
     }
 
-    /// Aborts both directions (RESET_STREAM and STOP_SENDING, code 0).
+    /// Both directions of an HTTP/2 stream whose heads were exchanged.
+    pub(crate) fn from_h2(
+        recv: h2::RecvStream,
+        send: h2::SendStream<Bytes>,
+        guard: Option<InFlightGuard>,
+    ) -> Self {
+        Self {
+            halves: Halves::H2 {
+                pending: Bytes::new(),
+                recv,
+                send,
+                ended: false,
+            },
+            _guard: guard,
+        }
+    }
+
+    /// Aborts both directions (QUIC: RESET_STREAM and STOP_SENDING, code 0;
+    /// HTTP/2: RST_STREAM CANCEL).
     pub fn abort(mut self) {
-        let _ = self.send.reset(quinn::VarInt::from_u32(0));
-        let _ = self.recv.stop(quinn::VarInt::from_u32(0));
+        match &mut self.halves {
+            Halves::Quic { recv, send, .. } => {
+                let _ = send.reset(quinn::VarInt::from_u32(0));
+                let _ = recv.stop(quinn::VarInt::from_u32(0));
+            }
+            Halves::H2 { send, .. } => send.send_reset(h2::Reason::CANCEL),
+        }
     }
 }
 
 impl fmt::Debug for TunnelStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TunnelStream")
-            .field("stream", &self.send.id())
-            .finish()
+        match &self.halves {
+            Halves::Quic { send, .. } => f
+                .debug_struct("TunnelStream")
+                .field("quic_stream", &send.id())
+                .finish(),
+            Halves::H2 { send, .. } => f
+                .debug_struct("TunnelStream")
+                .field("h2_stream", &send.stream_id().as_u32())
+                .finish(),
+        }
     }
 }
 
@@ -261,13 +383,33 @@ impl AsyncRead for TunnelStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if !self.leftover.is_empty() {
-            let n = self.leftover.len().min(buf.remaining());
-            let head = self.leftover.split_to(n);
-            buf.put_slice(&head);
-            return Poll::Ready(Ok(()));
+        match &mut self.halves {
+            Halves::Quic { leftover, recv, .. } => {
+                if !leftover.is_empty() {
+                    let n = leftover.len().min(buf.remaining());
+                    let head = leftover.split_to(n);
+                    buf.put_slice(&head);
+                    return Poll::Ready(Ok(()));
+                }
+                Pin::new(recv).poll_read(cx, buf)
+            }
+            Halves::H2 { pending, recv, .. } => {
+                if pending.is_empty() {
+                    match ready!(recv.poll_data(cx)) {
+                        Some(Ok(data)) => {
+                            let _ = recv.flow_control().release_capacity(data.len());
+                            *pending = data;
+                        }
+                        Some(Err(e)) => return Poll::Ready(Err(h2_io_error(e))),
+                        None => return Poll::Ready(Ok(())),
+                    }
+                }
+                let n = pending.len().min(buf.remaining());
+                let head = pending.split_to(n);
+                buf.put_slice(&head);
+                Poll::Ready(Ok(()))
+            }
         }
-        Pin::new(&mut self.recv).poll_read(cx, buf)
     }
 }
 
@@ -277,16 +419,97 @@ impl AsyncWrite for TunnelStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        AsyncWrite::poll_write(Pin::new(&mut self.send), cx, buf)
+        match &mut self.halves {
+            Halves::Quic { send, .. } => AsyncWrite::poll_write(Pin::new(send), cx, buf),
+            Halves::H2 { send, .. } => poll_h2_write(send, cx, buf),
+        }
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        AsyncWrite::poll_flush(Pin::new(&mut self.send), cx)
+        match &mut self.halves {
+            Halves::Quic { send, .. } => AsyncWrite::poll_flush(Pin::new(send), cx),
+            // Frames go out as soon as the connection task writes them.
+            Halves::H2 { .. } => Poll::Ready(Ok(())),
+        }
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        AsyncWrite::poll_shutdown(Pin::new(&mut self.send), cx)
+        match &mut self.halves {
+            Halves::Quic { send, .. } => AsyncWrite::poll_shutdown(Pin::new(send), cx),
+            Halves::H2 { send, ended, .. } => {
+                if !*ended {
+                    *ended = true;
+                    send.send_data(Bytes::new(), true).map_err(h2_io_error)?;
+                }
+                Poll::Ready(Ok(()))
+            }
+        }
     }
+}
+
+/// Writes as much of `buf` as the HTTP/2 flow-control window allows.
+pub(crate) fn poll_h2_write(
+    send: &mut h2::SendStream<Bytes>,
+    cx: &mut Context<'_>,
+    buf: &[u8],
+) -> Poll<io::Result<usize>> {
+    if buf.is_empty() {
+        return Poll::Ready(Ok(0));
+    }
+    send.reserve_capacity(buf.len());
+    loop {
+        let available = send.capacity();
+        let polled = if available > 0 {
+            Some(Ok(available))
+        } else {
+            ready!(send.poll_capacity(cx))
+        };
+        match polled {
+            Some(Ok(0)) => continue,
+            Some(Ok(n)) => {
+                let n = n.min(buf.len());
+                let chunk = Bytes::copy_from_slice(buf.get(..n).unwrap_or(buf));
+                send.send_data(chunk, false).map_err(h2_io_error)?;
+                return Poll::Ready(Ok(n));
+            }
+            Some(Err(e)) => return Poll::Ready(Err(h2_io_error(e))),
+            None => {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "http/2 stream closed",
+                )));
+            }
+        }
+    }
+}
+
+/// Sends all of `data` on an HTTP/2 stream, waiting for flow-control credit.
+pub(crate) async fn h2_send_all(
+    send: &mut h2::SendStream<Bytes>,
+    mut data: Bytes,
+) -> io::Result<()> {
+    while !data.is_empty() {
+        send.reserve_capacity(data.len());
+        let granted = match send.capacity() {
+            0 => std::future::poll_fn(|cx| send.poll_capacity(cx)).await,
+            available => Some(Ok(available)),
+        };
+        match granted {
+            Some(Ok(0)) => {}
+            Some(Ok(n)) => {
+                let chunk = data.split_to(n.min(data.len()));
+                send.send_data(chunk, false).map_err(h2_io_error)?;
+            }
+            Some(Err(e)) => return Err(h2_io_error(e)),
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "http/2 stream closed",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Request extension on websocket and TCP requests: resolves to the

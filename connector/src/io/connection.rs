@@ -22,7 +22,7 @@ use tokio::time::{Instant, sleep_until};
 use super::body::InFlight;
 use super::handler::TunnelHandler;
 use super::stream::serve_stream;
-use super::tls::{IDLE_TIMEOUT, QUIC_SERVER_NAME};
+use super::tls::QUIC_SERVER_NAME;
 use super::tunnel::{ConnectionState, Shared};
 use crate::proto::{
     ClientEvent, ClientInfo, ConnectionOptions, ControlClient, RegisterConnection,
@@ -30,7 +30,7 @@ use crate::proto::{
 };
 
 /// How long the close of a connection may take to reach the edge.
-const CLOSE_LINGER: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_LINGER: Duration = Duration::from_secs(1);
 
 /// How a connection attempt ended.
 #[derive(Debug)]
@@ -60,8 +60,50 @@ fn lost(registered: bool, error: &ConnectionError) -> Outcome {
     }
 }
 
+impl Outcome {
+    /// Whether a QUIC failure says QUIC itself is broken on this network, so
+    /// `Transport::Auto` falls back to HTTP/2 at once (cloudflared: an idle
+    /// timeout, or "operation not permitted" from the socket).
+    pub(crate) fn quic_looks_broken(&self) -> bool {
+        match self {
+            Self::Lost { rotate, reason, .. } => {
+                *rotate || reason.contains("operation not permitted")
+            }
+            Self::Dial(reason) => reason.contains("operation not permitted"),
+            Self::Drained | Self::Registration(_) => false,
+        }
+    }
+}
+
+/// The `registerConnection` arguments of connection `index`.
+pub(crate) fn register_request(
+    shared: &Shared,
+    index: u8,
+    local_ip: IpAddr,
+    attempts: u32,
+) -> RegisterConnection {
+    let config = &shared.config;
+    RegisterConnection {
+        auth: config.token.auth(),
+        tunnel_id: config.token.tunnel_id.as_bytes().to_vec(),
+        conn_index: index,
+        options: ConnectionOptions {
+            client: ClientInfo {
+                client_id: shared.client_id.as_bytes().to_vec(),
+                features: config.features.clone(),
+                version: config.version.clone(),
+                arch: config.arch.clone(),
+            },
+            origin_local_ip: ip16(local_ip),
+            replace_existing: false,
+            compression_quality: 0,
+            num_previous_attempts: u8::try_from(attempts).unwrap_or(u8::MAX),
+        },
+    }
+}
+
 /// Go's 16-byte `net.IP` form of an address.
-fn ip16(ip: IpAddr) -> Vec<u8> {
+pub(crate) fn ip16(ip: IpAddr) -> Vec<u8> {
     match ip {
         IpAddr::V4(v4) => v4.to_ipv6_mapped().octets().to_vec(),
         IpAddr::V6(v6) => v6.octets().to_vec(),
@@ -98,7 +140,7 @@ pub(crate) async fn run(
         Err(e) => return Outcome::Dial(e.to_string()),
     };
     let connection = tokio::select! {
-        result = tokio::time::timeout(IDLE_TIMEOUT, connecting) => match result {
+        result = tokio::time::timeout(shared.config.quic_handshake_timeout, connecting) => match result {
             Ok(Ok(connection)) => connection,
             Ok(Err(e)) => return Outcome::Dial(e.to_string()),
             Err(_) => return Outcome::Dial("quic handshake timed out".to_owned()),
@@ -128,23 +170,8 @@ async fn drive(
     };
     let config = &shared.config;
     let mut client = ControlClient::new(config.rpc_timeout);
-    let request = RegisterConnection {
-        auth: config.token.auth(),
-        tunnel_id: config.token.tunnel_id.as_bytes().to_vec(),
-        conn_index: index,
-        options: ConnectionOptions {
-            client: ClientInfo {
-                client_id: shared.client_id.as_bytes().to_vec(),
-                features: config.features.clone(),
-                version: config.version.clone(),
-                arch: config.arch.clone(),
-            },
-            origin_local_ip: ip16(addr.ip()),
-            replace_existing: false,
-            compression_quality: 0,
-            num_previous_attempts: u8::try_from(attempts).unwrap_or(u8::MAX),
-        },
-    };
+    // HEAD fills originLocalIp from the edge address over QUIC (spec §3.3).
+    let request = register_request(shared, index, addr.ip(), attempts);
     if let Err(e) = client.register(&request, now_std()) {
         return Outcome::Dial(e.to_string());
     }

@@ -17,6 +17,13 @@
 //! Every request carries a [`StreamInfo`] extension. An `Err` from the handler, or a
 //! refused TCP connect, becomes `ConnectResponse.error` (the edge shows its own 502);
 //! a body error after the head resets the stream.
+//!
+//! Over HTTP/2 the handler sees the same shapes: the request head comes from the
+//! HTTP/2 request (`:authority` as `Host`, the URI absolute), a websocket request
+//! gets `Connection: Upgrade`, `Upgrade: websocket` and `Sec-WebSocket-Version: 13`
+//! as cloudflared adds them, and the body is the HTTP/2 request body (no
+//! `Content-Length` needed). Handler errors become a `502` marked
+//! `{"src":"cloudflared"}`, response headers travel serialized, trailers are sent.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -73,8 +80,10 @@ pub struct StreamInfo {
     pub kind: ConnectionType,
     /// The HA connection (connIndex) that carried the stream.
     pub conn_index: u8,
-    /// `ConnectRequest.dest` as sent: an absolute URL, or `IP:port` for TCP.
+    /// `ConnectRequest.dest` as sent: an absolute URL, or `IP:port` for TCP (over
+    /// HTTP/2, the request URI or `:authority`).
     pub dest: String,
-    /// The raw request metadata (headers already applied to the request).
+    /// The raw request metadata (headers already applied to the request). HTTP/2
+    /// carries none; there it is the metadata QUIC would have carried for the head.
     pub metadata: Vec<Metadata>,
 }

@@ -1,4 +1,5 @@
-//! The QUIC driver: moves bytes and timers between quinn/tokio and the sans-IO
+//! The tunnel driver: moves bytes and timers between the transports (QUIC with
+//! quinn, HTTP/2 with h2 over tokio-rustls) and the sans-IO
 //! [`proto`](crate::proto) core. It never makes a protocol decision of its own.
 //!
 //! Where to start:
@@ -8,6 +9,9 @@
 //!   requests; the module doc there has the per-connection-type contract.
 //! * `connection.rs`: one QUIC connection, from dial to close; `stream.rs`: one
 //!   request stream.
+//! * `http2/`: one HTTP/2 connection (the connector is the HTTP/2 server, the edge
+//!   opens the control stream and every request) and its request streams. Pick
+//!   the transport with [`TunnelConfig::transport`] ([`Transport`]).
 //!
 //! Threading model: [`Tunnel`] is `Send + Sync` and shared by all workers; each
 //! worker runs some connection indices with [`Tunnel::spawn_local`] on its own
@@ -31,14 +35,15 @@
 //! # }
 //! ```
 //!
-//! Not done yet: SRV edge discovery (static `edges` only), the HTTP/2 transport and
-//! `--protocol auto`, edge-opened RPC streams (configuration push, UDP sessions) and
-//! datagrams (accepted and ignored).
+//! Not done yet: SRV edge discovery (static `edges` only), edge-opened RPC streams
+//! and HTTP/2 configuration pushes (refused), UDP sessions and datagrams (accepted
+//! and ignored).
 
 mod backoff;
 mod body;
 mod connection;
 mod handler;
+mod http2;
 pub(crate) mod stream;
 mod tls;
 mod tunnel;
@@ -46,13 +51,15 @@ mod tunnel;
 pub use backoff::{Backoff, BackoffConfig};
 pub use body::{TunnelBody, TunnelStream, TunnelUpgrade};
 pub use handler::{BoxBody, BoxError, ServeFuture, StreamInfo, TunnelHandler, box_body};
+pub use http2::DIAL_TIMEOUT as H2_DIAL_TIMEOUT;
 pub use tls::{ALPN, EdgeRoots, H2_SERVER_NAME, IDLE_TIMEOUT, KEEP_ALIVE, QUIC_SERVER_NAME};
 pub use tunnel::{
     ConnectionState, ConnectionStatus, DEFAULT_FEATURES, DEFAULT_GRACE_PERIOD,
-    DEFAULT_HA_CONNECTIONS, DEFAULT_MAX_CONCURRENT_STREAMS, MAX_GRACE_PERIOD, Tunnel, TunnelConfig,
-    TunnelFailure, TunnelStatus,
+    DEFAULT_HA_CONNECTIONS, DEFAULT_MAX_CONCURRENT_STREAMS, MAX_GRACE_PERIOD, Transport, Tunnel,
+    TunnelConfig, TunnelFailure, TunnelStatus,
 };
 
+pub(crate) use body::h2_send_all;
 pub(crate) use body::{InFlight, InFlightGuard};
 pub(crate) use tls::{crypto_provider, pem_certificates, transport};
 pub(crate) use tunnel::{random_bytes, random_uuid};

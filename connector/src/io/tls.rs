@@ -1,10 +1,12 @@
 //! TLS and QUIC transport settings for edge connections (spec §2.2, §2.3).
 //!
-//! Owns the rustls client configuration (aws-lc-rs only, TLS 1.3, SNI
-//! `quic.cftunnel.com`, ALPN `argotunnel`), where its trust roots come from
-//! ([`EdgeRoots`]), and the quinn transport parameters (keep-alive 1 s, idle 5 s,
-//! datagrams enabled, a bound on edge-opened streams). It must never weaken
-//! certificate verification: the only knob is which roots are trusted.
+//! Owns the rustls client configurations (aws-lc-rs only): QUIC with TLS 1.3, SNI
+//! `quic.cftunnel.com` and ALPN `argotunnel`; HTTP/2 with TLS 1.2 or 1.3, SNI
+//! `h2.cftunnel.com` and no ALPN at all (cloudflared sends none). Also where their
+//! trust roots come from ([`EdgeRoots`]), and the quinn transport parameters
+//! (keep-alive 1 s, idle 5 s, datagrams enabled, a bound on edge-opened streams).
+//! It must never weaken certificate verification: the only knob is which roots are
+//! trusted.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use crate::Error;
 
 /// The name the connector verifies and sends as SNI for QUIC.
 pub const QUIC_SERVER_NAME: &str = "quic.cftunnel.com";
-/// The name for the HTTP/2 transport (used by the simulator's certificate).
+/// The name the connector verifies and sends as SNI for HTTP/2.
 pub const H2_SERVER_NAME: &str = "h2.cftunnel.com";
 /// The only ALPN value of the QUIC transport.
 pub const ALPN: &[u8] = b"argotunnel";
@@ -166,6 +168,18 @@ pub(crate) fn client_config(
     let mut config = quinn::ClientConfig::new(Arc::new(quic));
     config.transport_config(Arc::new(transport(max_concurrent_streams)));
     Ok(config)
+}
+
+/// The rustls client configuration of the HTTP/2 transport: TLS 1.2 or 1.3 (Go's
+/// HTTP/2 server refuses older versions), no ALPN extension.
+pub(crate) fn h2_client_config(roots: &EdgeRoots) -> Result<Arc<rustls::ClientConfig>, Error> {
+    let store = root_store(roots)?;
+    let tls = rustls::ClientConfig::builder_with_provider(crypto_provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    Ok(Arc::new(tls))
 }
 
 /// Transport parameters shared by the connector and the simulator.

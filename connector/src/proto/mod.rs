@@ -13,12 +13,14 @@
 //! * [`preamble`] and [`connect`]: the data-stream signature and the
 //!   `ConnectRequest` / `ConnectResponse` codec.
 //! * [`metadata`]: the metadata key conventions and HTTP conversions.
+//! * [`http2`]: the HTTP/2 transport's stream marking and serialized response headers.
 //!
 //! `capnp` (the wire codec) and `rpc` (the RPC message structures) are internal.
 
 mod capnp;
 pub mod connect;
 pub mod control;
+pub mod http2;
 pub mod metadata;
 pub mod preamble;
 pub mod registration;

@@ -3,7 +3,9 @@
 //! A CA is generated once (or loaded from PEM, so a restarted simulator keeps the CA
 //! connectors were told to trust) and issues a leaf for `quic.cftunnel.com` and
 //! `h2.cftunnel.com`. The CA parameters are fixed, so a leaf issued after a reload
-//! chains to the same CA certificate. Only the TLS server side lives here.
+//! chains to the same CA certificate. Only the TLS server side lives here: the
+//! QUIC configuration (TLS 1.3, ALPN `argotunnel`) and the HTTP/2 one (TLS 1.2 or
+//! 1.3, no ALPN).
 
 use std::sync::Arc;
 
@@ -100,6 +102,19 @@ impl SimCa {
         chain.extend(ca);
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         Ok((chain, key))
+    }
+
+    /// The TLS configuration of the HTTP/2 listeners: TLS 1.2 or 1.3 (cloudflared's
+    /// Go stack accepts both), the same leaf, no ALPN (cloudflared sends none).
+    pub(crate) fn h2_server_config(&self) -> Result<Arc<rustls::ServerConfig>, Error> {
+        let (chain, key) = self.leaf()?;
+        let tls = rustls::ServerConfig::builder_with_provider(crate::io::crypto_provider())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        Ok(Arc::new(tls))
     }
 
     /// The quinn server configuration: TLS 1.3, ALPN `argotunnel`, the leaf, and the

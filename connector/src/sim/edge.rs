@@ -1,5 +1,6 @@
 //! The simulator's QUIC side: accepts connections, runs the edge end of each control
-//! stream with [`ControlServer`], and decides registrations.
+//! stream with [`ControlServer`] ([`run_control`], shared with the HTTP/2 side in
+//! `edge_h2.rs` through the [`ControlStream`] trait), and decides registrations.
 //!
 //! Registration rules: the tunnel ID, account tag and secret must match the token
 //! the simulator accepts (otherwise a permanent `ConnectionError` whose cause does
@@ -10,23 +11,26 @@
 //! connection is closed (code 0) once the connector has closed its control stream,
 //! or shortly after the answer.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use quinn::VarInt;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use super::SimShared;
+use super::registry::SimConn;
 use crate::io::{InFlight, random_uuid};
 use crate::proto::{
     ConnectionDetails, ConnectionError, ConnectionResponse, ControlServer, RegisterConnection,
     ServerCallId, ServerEvent, registration::DUPLICATE_CONNECTION_CAUSE,
 };
 
-/// How long a connector may take to open its control stream.
-const CONTROL_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connector may take to open (QUIC) or accept (HTTP/2) the control stream.
+pub(crate) const CONTROL_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after answering an unregister the connection is closed at the latest.
 const CLOSE_AFTER_UNREGISTER: Duration = Duration::from_secs(2);
 
@@ -76,7 +80,7 @@ async fn serve_connection(
             return;
         }
     };
-    let (id, in_flight) = shared.registry().add(listener, conn.clone());
+    let (id, in_flight) = shared.registry().add(listener, SimConn::Quic(conn.clone()));
     shared.event(format!("connection {id}: quic from {peer} on {listener}"));
     let reason = control(&shared, id, &conn, &in_flight, &mut shutdown).await;
     conn.close(VarInt::from_u32(0), b"");
@@ -89,7 +93,34 @@ async fn serve_connection(
     }
 }
 
-/// Runs the control stream; returns why the connection ends.
+/// The edge's end of a control stream, whatever transport carries it.
+pub(crate) trait ControlStream {
+    /// The next bytes from the connector; `None` once it ended its side.
+    async fn read_chunk(&mut self) -> Result<Option<Bytes>, String>;
+    /// Sends bytes to the connector.
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), String>;
+}
+
+/// A QUIC control stream: the connector's first bidirectional stream.
+struct QuicControl {
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+}
+
+impl ControlStream for QuicControl {
+    async fn read_chunk(&mut self) -> Result<Option<Bytes>, String> {
+        match self.recv.read_chunk(64 * 1024, true).await {
+            Ok(chunk) => Ok(chunk.map(|c| c.bytes)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn write_all(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.send.write_all(bytes).await.map_err(|e| e.to_string())
+    }
+}
+
+/// Accepts the QUIC control stream, then runs it.
 async fn control(
     shared: &Arc<SimShared>,
     id: u64,
@@ -101,31 +132,52 @@ async fn control(
         r = tokio::time::timeout(CONTROL_STREAM_TIMEOUT, conn.accept_bi()) => r,
         _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
     };
-    let (mut send, mut recv) = match accepted {
+    let (send, recv) = match accepted {
         Ok(Ok(streams)) => streams,
         Ok(Err(e)) => return format!("no control stream: {e}"),
         Err(_) => return "no control stream within 10 s".to_owned(),
     };
+    let closed = async { format!("connection closed: {}", conn.closed().await) };
+    run_control(
+        shared,
+        id,
+        QuicControl { send, recv },
+        closed,
+        in_flight,
+        shutdown,
+    )
+    .await
+}
+
+/// Runs the edge end of a control stream until the connection should close;
+/// returns why. `closed` resolves when the connection itself went away.
+pub(crate) async fn run_control(
+    shared: &Arc<SimShared>,
+    id: u64,
+    mut stream: impl ControlStream,
+    closed: impl Future<Output = String>,
+    in_flight: &Arc<InFlight>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> String {
+    tokio::pin!(closed);
     let mut server = ControlServer::new();
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 8192];
     let mut pending_unregister: Option<(ServerCallId, Instant)> = None;
     let mut close_at: Option<Instant> = None;
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     loop {
         server.poll_transmit(&mut out);
         if !out.is_empty() {
-            if let Err(e) = send.write_all(&out).await {
+            if let Err(e) = stream.write_all(&out).await {
                 return format!("writing the control stream: {e}");
             }
             out.clear();
         }
         let unregister_deadline = pending_unregister.map(|(_, d)| d);
         tokio::select! {
-            read = recv.read(&mut buf) => match read {
-                Ok(Some(n)) => {
-                    let bytes = buf.get(..n).unwrap_or(&[]);
-                    if let Err(e) = server.handle_input(bytes, Instant::now().into_std()) {
+            read = stream.read_chunk() => match read {
+                Ok(Some(bytes)) => {
+                    if let Err(e) = server.handle_input(&bytes, Instant::now().into_std()) {
                         shared.event(format!("connection {id}: control stream error: {e}"));
                     }
                 }
@@ -152,7 +204,7 @@ async fn control(
             () = sleep_until(close_at.unwrap_or(far)), if close_at.is_some() => {
                 return "closed after unregister".to_owned();
             }
-            e = conn.closed() => return format!("connection closed: {e}"),
+            reason = &mut closed => return reason,
             _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
         }
         while let Some(event) = server.poll_event() {

@@ -1,6 +1,7 @@
 //! The simulator's eyeball side: a plain HTTP/1.1 listener whose requests are
-//! forwarded over new streams to registered connections (round robin), bodies
-//! streamed both ways, websockets bridged after a `101`; plus `GET /_sim/status`.
+//! forwarded over new streams to registered connections (round robin over QUIC
+//! and HTTP/2 connections alike), bodies streamed both ways, websockets bridged
+//! after a `101`; plus `GET /_sim/status`. HTTP/2 forwarding lives in `edge_h2.rs`.
 //!
 //! Each forwarded request follows spec §4: the edge writes preamble and
 //! `ConnectRequest` in one write, then the raw request body up to FIN, and reads the
@@ -24,20 +25,21 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::SimShared;
+use super::registry::SimConn;
 use crate::io::stream::read_head;
 use crate::io::{BoxError, InFlightGuard, TunnelBody, TunnelStream};
 use crate::proto::preamble::{decode_response_head, encode_request_head};
 use crate::proto::{ConnectRequest, ConnectionType, metadata};
 
 /// How long a connector may take to answer with a response head (Cloudflare: 100 s).
-const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(100);
+pub(crate) const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(100);
 
-type SimBody = BoxBody<Bytes, BoxError>;
+pub(crate) type SimBody = BoxBody<Bytes, BoxError>;
 
 /// The path of the status endpoint.
 pub const STATUS_PATH: &str = "/_sim/status";
 
-fn text(status: StatusCode, body: String) -> Response<SimBody> {
+pub(crate) fn text(status: StatusCode, body: String) -> Response<SimBody> {
     let mut response = Response::new(Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -110,6 +112,13 @@ async fn forward(shared: &SimShared, mut req: Request<Incoming>) -> Response<Sim
             StatusCode::BAD_GATEWAY,
             "no registered tunnel connection\n".to_owned(),
         );
+    };
+    let conn = match conn {
+        SimConn::Quic(conn) => conn,
+        SimConn::Http2 { send, .. } => {
+            let (parts, body) = req.into_parts();
+            return super::edge_h2::forward(conn_id, send, parts, body, on_upgrade, guard).await;
+        }
     };
     let (mut send, mut recv) = match conn.open_bi().await {
         Ok(streams) => streams,
@@ -245,7 +254,11 @@ async fn pump_request_body(mut body: Incoming, mut send: quinn::SendStream) {
 }
 
 /// Copies websocket frames both ways until either side ends.
-async fn bridge(on_upgrade: hyper::upgrade::OnUpgrade, stream: TunnelStream, guard: InFlightGuard) {
+pub(crate) async fn bridge(
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    stream: TunnelStream,
+    guard: InFlightGuard,
+) {
     let _guard = guard;
     let Ok(upgraded) = on_upgrade.await else {
         stream.abort();

@@ -1,19 +1,26 @@
 //! The edge simulator: plays Cloudflare's side of the tunnel on loopback, for tests,
 //! benchmarks and unmodified cloudflared (`culvert-edge-sim`).
 //!
-//! Start at [`EdgeSim::start`] with a [`SimConfig`]. It binds QUIC listeners (a
-//! certificate for `quic.cftunnel.com` from its own CA, [`SimCa`]), accepts
-//! registrations for one tunnel (its [`TunnelToken`]), forwards requests from a plain
-//! HTTP listener over new streams to registered connections, and serves its status
-//! as JSON at `GET /_sim/status`. With a state directory it writes `ca.pem`,
-//! `ca-key.pem`, `edge-addrs`, `http-addr` and, last, `tunnel-token` once it is
-//! listening, and reuses an existing CA and token there on restart.
+//! Start at [`EdgeSim::start`] with a [`SimConfig`]. It binds QUIC listeners and
+//! HTTP/2 (TLS over TCP) listeners, both with a certificate for
+//! `quic.cftunnel.com` and `h2.cftunnel.com` from its own CA, [`SimCa`]; accepts
+//! registrations for one tunnel (its [`TunnelToken`]) on either transport;
+//! forwards requests from a plain HTTP listener over new streams to registered
+//! connections, and serves its status as JSON at `GET /_sim/status`. With a state
+//! directory it writes `ca.pem`, `ca-key.pem`, `edge-addrs`, `h2-addrs`,
+//! `http-addr` and, last, `tunnel-token` once it is listening, and reuses an
+//! existing CA and token there on restart.
+//!
+//! Files: `edge.rs` (QUIC connections and the control stream, shared by both
+//! transports), `edge_h2.rs` (HTTP/2 connections and forwarding), `http.rs` (the
+//! eyeball listener), `registry.rs` (connections and events), `ca.rs`.
 //!
 //! It must never be exposed beyond loopback: it trusts whoever holds the token and
-//! logs freely. The HTTP/2 transport is not simulated yet.
+//! logs freely.
 
 mod ca;
 mod edge;
+mod edge_h2;
 mod http;
 mod registry;
 
@@ -30,7 +37,7 @@ use tokio::task::JoinHandle;
 
 pub use ca::SimCa;
 pub use http::STATUS_PATH;
-pub use registry::{SimConnection, SimConnectionState};
+pub use registry::{SimConnection, SimConnectionState, SimTransport};
 
 use crate::Error;
 use crate::io::{random_bytes, random_uuid};
@@ -48,6 +55,8 @@ const BIND_RETRY: Duration = Duration::from_secs(3);
 pub struct SimConfig {
     /// QUIC listener addresses (port 0 picks a free port).
     pub quic: Vec<SocketAddr>,
+    /// HTTP/2 (TLS over TCP) listener addresses; none by default.
+    pub h2: Vec<SocketAddr>,
     /// The plain HTTP listener.
     pub http: SocketAddr,
     /// Where to write (and find) `ca.pem`, `ca-key.pem`, `tunnel-token`, ...
@@ -65,11 +74,13 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// Four QUIC listeners and the HTTP listener on free loopback ports.
+    /// Four QUIC listeners and the HTTP listener on free loopback ports (set `h2`
+    /// for HTTP/2 listeners).
     pub fn loopback() -> Self {
         let any = SocketAddr::from(([127, 0, 0, 1], 0));
         Self {
             quic: vec![any; 4],
+            h2: Vec::new(),
             http: any,
             state_dir: None,
             token: None,
@@ -138,6 +149,7 @@ impl SimShared {
 /// A running simulator. Stop it with [`EdgeSim::shutdown`].
 pub struct EdgeSim {
     quic_addrs: Vec<SocketAddr>,
+    h2_addrs: Vec<SocketAddr>,
     http_addr: SocketAddr,
     ca: SimCa,
     shared: Arc<SimShared>,
@@ -150,6 +162,7 @@ impl std::fmt::Debug for EdgeSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EdgeSim")
             .field("quic", &self.quic_addrs)
+            .field("h2", &self.h2_addrs)
             .field("http", &self.http_addr)
             .finish_non_exhaustive()
     }
@@ -208,7 +221,7 @@ async fn bind_quic(
     }
 }
 
-async fn bind_http(addr: SocketAddr) -> Result<TcpListener, Error> {
+async fn bind_tcp(addr: SocketAddr, what: &str) -> Result<TcpListener, Error> {
     let deadline = tokio::time::Instant::now() + BIND_RETRY;
     loop {
         match TcpListener::bind(addr).await {
@@ -218,7 +231,7 @@ async fn bind_http(addr: SocketAddr) -> Result<TcpListener, Error> {
             {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Err(e) => return Err(io_error(format!("binding http listener {addr}"))(e)),
+            Err(e) => return Err(io_error(format!("binding {what} listener {addr}"))(e)),
         }
     }
 }
@@ -226,9 +239,9 @@ async fn bind_http(addr: SocketAddr) -> Result<TcpListener, Error> {
 impl EdgeSim {
     /// Binds every listener, then writes the state directory (if any) and returns.
     pub async fn start(config: SimConfig) -> Result<Self, Error> {
-        if config.quic.is_empty() {
+        if config.quic.is_empty() && config.h2.is_empty() {
             return Err(Error::Config(
-                "the simulator needs at least one quic address".into(),
+                "the simulator needs at least one quic or http/2 address".into(),
             ));
         }
         let dir = config.state_dir.as_deref();
@@ -266,7 +279,18 @@ impl EdgeSim {
             quic_addrs.push(local);
             endpoints.push(endpoint);
         }
-        let http_listener = bind_http(config.http).await?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(ca.h2_server_config()?);
+        let mut h2_listeners = Vec::new();
+        let mut h2_addrs = Vec::new();
+        for addr in &config.h2 {
+            let listener = bind_tcp(*addr, "http/2").await?;
+            let local = listener
+                .local_addr()
+                .map_err(io_error(format!("http/2 listener {addr}")))?;
+            h2_addrs.push(local);
+            h2_listeners.push(listener);
+        }
+        let http_listener = bind_tcp(config.http, "http").await?;
         let http_addr = http_listener
             .local_addr()
             .map_err(io_error(format!("http listener {}", config.http)))?;
@@ -286,6 +310,15 @@ impl EdgeSim {
                 shutdown.subscribe(),
             )));
         }
+        for (listener, addr) in h2_listeners.into_iter().zip(&h2_addrs) {
+            tasks.push(tokio::spawn(edge_h2::accept_loop(
+                Arc::clone(&shared),
+                listener,
+                acceptor.clone(),
+                *addr,
+                shutdown.subscribe(),
+            )));
+        }
         tasks.push(tokio::spawn(http::accept_loop(
             Arc::clone(&shared),
             http_listener,
@@ -293,6 +326,7 @@ impl EdgeSim {
         )));
         let sim = Self {
             quic_addrs,
+            h2_addrs,
             http_addr,
             ca,
             shared,
@@ -301,8 +335,8 @@ impl EdgeSim {
             tasks,
         };
         sim.shared.event(format!(
-            "listening: quic {:?}, http {}, tunnel {}",
-            sim.quic_addrs, sim.http_addr, sim.shared.token.tunnel_id
+            "listening: quic {:?}, http/2 {:?}, http {}, tunnel {}",
+            sim.quic_addrs, sim.h2_addrs, sim.http_addr, sim.shared.token.tunnel_id
         ));
         if let Some(dir) = dir {
             sim.write_state(dir)?;
@@ -313,6 +347,8 @@ impl EdgeSim {
     fn write_state(&self, dir: &Path) -> Result<(), Error> {
         let addrs: String = self.quic_addrs.iter().map(|a| format!("{a}\n")).collect();
         write_atomic(dir, "edge-addrs", &addrs)?;
+        let h2: String = self.h2_addrs.iter().map(|a| format!("{a}\n")).collect();
+        write_atomic(dir, "h2-addrs", &h2)?;
         write_atomic(dir, "http-addr", &format!("{}\n", self.http_addr))?;
         write_atomic(dir, "ca-key.pem", &self.ca.key_pem)?;
         write_atomic(dir, "ca.pem", &self.ca.cert_pem)?;
@@ -327,6 +363,11 @@ impl EdgeSim {
     /// The bound QUIC listener addresses (pass them as `--edge`).
     pub fn quic_addrs(&self) -> &[SocketAddr] {
         &self.quic_addrs
+    }
+
+    /// The bound HTTP/2 listener addresses (a connector's `h2_edges`).
+    pub fn h2_addrs(&self) -> &[SocketAddr] {
+        &self.h2_addrs
     }
 
     /// The bound HTTP listener address.
@@ -353,7 +394,7 @@ impl EdgeSim {
     /// for the sockets to be released.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
-        let connections = self.shared.registry().connections();
+        let connections = self.shared.registry().quic_connections();
         for conn in connections {
             conn.close(quinn::VarInt::from_u32(0), b"");
         }

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::Serialize;
+use tokio::sync::watch;
 
 use crate::io::{InFlight, InFlightGuard};
 use crate::proto::{RegisterConnection, Uuid};
@@ -22,7 +24,7 @@ const MAX_EVENTS: usize = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SimConnectionState {
-    /// QUIC is up; no successful registration yet.
+    /// Connected; no successful registration yet.
     Connected,
     /// Registered: eligible for requests.
     Registered,
@@ -30,13 +32,61 @@ pub enum SimConnectionState {
     Draining,
 }
 
+/// Which transport a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimTransport {
+    /// QUIC (a `--quic` listener).
+    Quic,
+    /// HTTP/2 over TLS (an `--h2` listener).
+    Http2,
+}
+
+/// A connection the simulator can open request streams on.
+#[derive(Clone)]
+pub(crate) enum SimConn {
+    Quic(quinn::Connection),
+    Http2 {
+        /// Opens requests (the simulator is the HTTP/2 client).
+        send: h2::client::SendRequest<Bytes>,
+        peer: SocketAddr,
+        /// Becomes `true` when the connection task ended.
+        closed: watch::Receiver<bool>,
+    },
+}
+
+impl SimConn {
+    fn peer(&self) -> SocketAddr {
+        match self {
+            Self::Quic(conn) => conn.remote_address(),
+            Self::Http2 { peer, .. } => *peer,
+        }
+    }
+
+    fn transport(&self) -> SimTransport {
+        match self {
+            Self::Quic(_) => SimTransport::Quic,
+            Self::Http2 { .. } => SimTransport::Http2,
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Self::Quic(conn) => conn.close_reason().is_some(),
+            Self::Http2 { closed, .. } => *closed.borrow(),
+        }
+    }
+}
+
 /// One connection, as the status endpoint shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimConnection {
     /// The simulator's own ID for the connection.
     pub id: u64,
-    /// The QUIC listener it came in on.
+    /// The listener it came in on.
     pub listener: SocketAddr,
+    /// QUIC or HTTP/2.
+    pub transport: SimTransport,
     /// The connector's address.
     pub peer: SocketAddr,
     /// Its state.
@@ -65,7 +115,7 @@ pub struct SimConnection {
 
 struct Entry {
     info: SimConnection,
-    conn: quinn::Connection,
+    conn: SimConn,
     in_flight: Arc<InFlight>,
 }
 
@@ -100,21 +150,19 @@ impl Registry {
         self.events.push_back(line);
     }
 
-    pub(crate) fn add(
-        &mut self,
-        listener: SocketAddr,
-        conn: quinn::Connection,
-    ) -> (u64, Arc<InFlight>) {
+    pub(crate) fn add(&mut self, listener: SocketAddr, conn: SimConn) -> (u64, Arc<InFlight>) {
         let id = self.next_id;
         self.next_id += 1;
         let in_flight = Arc::new(InFlight::default());
-        let peer = conn.remote_address();
+        let peer = conn.peer();
+        let transport = conn.transport();
         self.entries.insert(
             id,
             Entry {
                 info: SimConnection {
                     id,
                     listener,
+                    transport,
                     peer,
                     state: SimConnectionState::Connected,
                     conn_index: None,
@@ -185,13 +233,11 @@ impl Registry {
     }
 
     /// The next registered connection, round robin, with its stream counted.
-    pub(crate) fn pick(&mut self) -> Option<(u64, quinn::Connection, InFlightGuard)> {
+    pub(crate) fn pick(&mut self) -> Option<(u64, SimConn, InFlightGuard)> {
         let healthy: Vec<u64> = self
             .entries
             .values()
-            .filter(|e| {
-                e.info.state == SimConnectionState::Registered && e.conn.close_reason().is_none()
-            })
+            .filter(|e| e.info.state == SimConnectionState::Registered && !e.conn.is_closed())
             .map(|e| e.info.id)
             .collect();
         if healthy.is_empty() {
@@ -204,9 +250,16 @@ impl Registry {
         Some((id, entry.conn.clone(), entry.in_flight.enter()))
     }
 
-    /// Every connection handle (for shutdown).
-    pub(crate) fn connections(&self) -> Vec<quinn::Connection> {
-        self.entries.values().map(|e| e.conn.clone()).collect()
+    /// Every QUIC connection handle (for shutdown; HTTP/2 connections end with
+    /// their tasks).
+    pub(crate) fn quic_connections(&self) -> Vec<quinn::Connection> {
+        self.entries
+            .values()
+            .filter_map(|e| match &e.conn {
+                SimConn::Quic(conn) => Some(conn.clone()),
+                SimConn::Http2 { .. } => None,
+            })
+            .collect()
     }
 
     pub(crate) fn snapshot(&self) -> (Vec<SimConnection>, Vec<String>) {

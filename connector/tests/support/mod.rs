@@ -15,8 +15,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use culvert_connector::io::{
-    BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, TunnelBody, TunnelConfig,
-    TunnelHandler, TunnelUpgrade,
+    BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, Transport, TunnelBody,
+    TunnelConfig, TunnelHandler, TunnelUpgrade,
 };
 use culvert_connector::sim::{EdgeSim, SimConfig};
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -56,6 +56,25 @@ pub fn tunnel_config(sim: &EdgeSim) -> TunnelConfig {
     };
     config.grace_period = Duration::from_secs(20);
     config.seed = Some(7);
+    config
+}
+
+/// A simulator on loopback with four QUIC and four HTTP/2 listeners.
+pub async fn start_sim_h2() -> EdgeSim {
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    EdgeSim::start(SimConfig {
+        h2: vec![any; 4],
+        ..SimConfig::loopback()
+    })
+    .await
+    .unwrap()
+}
+
+/// [`tunnel_config`] over HTTP/2 to the simulator's `--h2` listeners.
+pub fn tunnel_config_h2(sim: &EdgeSim) -> TunnelConfig {
+    let mut config = tunnel_config(sim);
+    config.transport = Transport::Http2;
+    config.h2_edges = Some(sim.h2_addrs().to_vec());
     config
 }
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use culvert_connector::io::{EdgeRoots, TunnelConfig};
+use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use culvert_proxy::{ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
@@ -84,9 +84,9 @@ pub(crate) struct ServeArgs {
     /// Trust only the CAs in this PEM file for the edge (the simulator's `ca.pem`).
     #[arg(long)]
     tunnel_ca_file: Option<PathBuf>,
-    /// Tunnel transport: `quic` (default), `http2` or `auto`. Only QUIC is
-    /// implemented; `auto` uses QUIC.
-    #[arg(long, default_value = "quic")]
+    /// Tunnel transport: `quic`, `http2` or `auto` (QUIC, falling back to HTTP/2
+    /// over TCP to the same edge addresses when QUIC cannot connect).
+    #[arg(long, default_value = "auto")]
     tunnel_protocol: String,
     /// How long in-flight requests may take to finish once draining (`30s`, `500ms`).
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
@@ -178,11 +178,7 @@ fn tunnel_config(args: &ServeArgs) -> anyhow::Result<Option<TunnelConfig>> {
     let Some(token) = token.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
-    match args.tunnel_protocol.as_str() {
-        "quic" | "auto" => {}
-        "http2" => anyhow::bail!("--tunnel-protocol http2 is not supported yet; use quic"),
-        other => anyhow::bail!("--tunnel-protocol {other:?}: expected quic, http2 or auto"),
-    }
+    let transport: Transport = args.tunnel_protocol.parse().context("--tunnel-protocol")?;
     let token = TunnelToken::parse(&token).context("the tunnel token")?;
     let mut edges = Vec::new();
     for edge in &args.tunnel_edges {
@@ -199,6 +195,7 @@ fn tunnel_config(args: &ServeArgs) -> anyhow::Result<Option<TunnelConfig>> {
         config.roots = EdgeRoots::CaFile(ca.clone());
     }
     config.grace_period = args.drain_grace;
+    config.transport = transport;
     Ok(Some(config))
 }
 

@@ -10,6 +10,12 @@
 //! registration error before anything registered stops the whole tunnel (except a
 //! cause containing `Unauthorized`, which is retried). [`Tunnel::status`] is the
 //! readiness source; [`Tunnel::drain`] starts the graceful shutdown.
+//!
+//! Each attempt uses one [`Transport`]: QUIC (`connection.rs`) or HTTP/2
+//! (`http2/`). With [`Transport::Auto`] an index starts on QUIC and falls back to
+//! HTTP/2 for good once QUIC failed `backoff.max_exponent` times in a row without
+//! registering (cloudflared's `--retries`), or at once when QUIC looks broken (an
+//! idle timeout, or "operation not permitted" from the socket), as cloudflared does.
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -24,6 +30,7 @@ use tokio::time::Instant;
 use super::backoff::{Backoff, BackoffConfig};
 use super::connection::{self, Outcome};
 use super::handler::TunnelHandler;
+use super::http2;
 use super::tls::{self, EdgeRoots};
 use crate::Error;
 use crate::proto::control::DEFAULT_RPC_TIMEOUT;
@@ -47,6 +54,52 @@ pub const DEFAULT_FEATURES: &[&str] = &[
     "management_logs",
 ];
 
+/// Which transport carries the tunnel (cloudflared's `--protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// QUIC over UDP (`quic.cftunnel.com`, ALPN `argotunnel`).
+    #[default]
+    Quic,
+    /// HTTP/2 over TLS over TCP (`h2.cftunnel.com`, no ALPN); the edge is the
+    /// HTTP/2 client.
+    Http2,
+    /// QUIC first, HTTP/2 when QUIC cannot connect (see the module doc).
+    Auto,
+}
+
+impl Transport {
+    /// The `--protocol` spelling: `quic`, `http2` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Quic => "quic",
+            Self::Http2 => "http2",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = Error;
+
+    /// `quic`, `http2` or `auto`; `h2mux` means `http2`, as in cloudflared.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "quic" => Ok(Self::Quic),
+            "http2" | "h2mux" => Ok(Self::Http2),
+            "auto" => Ok(Self::Auto),
+            other => Err(Error::Config(format!(
+                "unknown tunnel protocol {other:?}: expected quic, http2 or auto"
+            ))),
+        }
+    }
+}
+
 /// Everything a tunnel needs. Build with [`TunnelConfig::new`], adjust the fields,
 /// then hand it to [`Tunnel::new`], which validates it.
 #[derive(Debug, Clone)]
@@ -58,6 +111,16 @@ pub struct TunnelConfig {
     pub edges: Vec<SocketAddr>,
     /// Which CAs are trusted for the edge certificate.
     pub roots: EdgeRoots,
+    /// QUIC, HTTP/2 or QUIC with HTTP/2 fallback; default QUIC.
+    pub transport: Transport,
+    /// HTTP/2 edge addresses, when they differ from `edges`. Cloudflare serves
+    /// both transports on the same `host:port` (UDP for QUIC, TCP for HTTP/2), so
+    /// `None`, the default, dials `edges` over TCP. The simulator listens for
+    /// HTTP/2 on separate ports (`--h2`, its `h2-addrs` file): pass those here.
+    pub h2_edges: Option<Vec<SocketAddr>>,
+    /// How long a QUIC handshake may take (cloudflared: 5 s); `Auto` falls back
+    /// sooner with a shorter one.
+    pub quic_handshake_timeout: Duration,
     /// How many HA connections (connIndex `0..n`); default 4.
     pub ha_connections: u8,
     /// Delay between starting consecutive HA connections (cloudflared: 1 s).
@@ -96,6 +159,9 @@ impl TunnelConfig {
             token,
             edges,
             roots: EdgeRoots::default(),
+            transport: Transport::Quic,
+            h2_edges: None,
+            quic_handshake_timeout: tls::IDLE_TIMEOUT,
             ha_connections: DEFAULT_HA_CONNECTIONS,
             ha_stagger: Duration::from_secs(1),
             grace_period: DEFAULT_GRACE_PERIOD,
@@ -150,6 +216,8 @@ pub struct ConnectionStatus {
     pub state: ConnectionState,
     /// The edge address it uses (or last used).
     pub edge: Option<SocketAddr>,
+    /// The transport of its current (or last) attempt: `Quic` or `Http2`.
+    pub transport: Option<Transport>,
     /// Failed attempts since the last registration.
     pub attempts: u32,
     /// The last failure, for logs and status pages.
@@ -247,10 +315,13 @@ impl AddrPool {
 pub(crate) struct Shared {
     pub(crate) config: TunnelConfig,
     pub(crate) quic: quinn::ClientConfig,
+    pub(crate) h2_tls: Arc<rustls::ClientConfig>,
     pub(crate) client_id: Uuid,
     status: watch::Sender<TunnelStatus>,
     drain: watch::Sender<Option<Instant>>,
     addrs: Mutex<AddrPool>,
+    /// HTTP/2 addresses when they differ from the QUIC ones.
+    h2_addrs: Option<Mutex<AddrPool>>,
     seed: u64,
 }
 
@@ -286,18 +357,27 @@ impl Shared {
         });
     }
 
-    fn take_addr(&self, index: u8, avoid: Option<SocketAddr>) -> SocketAddr {
-        // The pool is only touched in these short, non-async sections.
-        match self.addrs.lock() {
+    fn pool(&self, transport: Transport) -> &Mutex<AddrPool> {
+        match (transport, &self.h2_addrs) {
+            (Transport::Http2, Some(pool)) => pool,
+            _ => &self.addrs,
+        }
+    }
+
+    fn take_addr(&self, index: u8, avoid: Option<SocketAddr>, transport: Transport) -> SocketAddr {
+        // The pools are only touched in these short, non-async sections.
+        match self.pool(transport).lock() {
             Ok(mut pool) => pool.take(index, avoid),
             Err(poisoned) => poisoned.into_inner().take(index, avoid),
         }
     }
 
     fn release_addr(&self, index: u8) {
-        match self.addrs.lock() {
-            Ok(mut pool) => pool.release(index),
-            Err(poisoned) => poisoned.into_inner().release(index),
+        for pool in std::iter::once(&self.addrs).chain(self.h2_addrs.as_ref()) {
+            match pool.lock() {
+                Ok(mut pool) => pool.release(index),
+                Err(poisoned) => poisoned.into_inner().release(index),
+            }
         }
     }
 }
@@ -334,8 +414,12 @@ pub(crate) fn random_uuid() -> Result<Uuid, Error> {
 impl Tunnel {
     /// Validates `config` and prepares the TLS configuration. Binds nothing.
     pub fn new(mut config: TunnelConfig) -> Result<Self, Error> {
-        if config.edges.is_empty() {
+        let h2_edges = config.h2_edges.as_ref().unwrap_or(&config.edges);
+        if config.transport != Transport::Http2 && config.edges.is_empty() {
             return Err(Error::Config("no edge addresses".into()));
+        }
+        if config.transport != Transport::Quic && h2_edges.is_empty() {
+            return Err(Error::Config("no http/2 edge addresses".into()));
         }
         if config.ha_connections == 0 {
             return Err(Error::Config("ha_connections must be at least 1".into()));
@@ -351,10 +435,21 @@ impl Tunnel {
                 "max_concurrent_streams must be at least 1".into(),
             ));
         }
-        // cloudflared caps HA connections at the number of edge addresses.
-        let cap = u8::try_from(config.edges.len()).unwrap_or(u8::MAX);
+        if config.quic_handshake_timeout.is_zero() {
+            return Err(Error::Config(
+                "quic_handshake_timeout must be positive".into(),
+            ));
+        }
+        // cloudflared caps HA connections at the number of edge addresses (of the
+        // transport it starts with).
+        let first = match config.transport {
+            Transport::Http2 => h2_edges.len(),
+            Transport::Quic | Transport::Auto => config.edges.len(),
+        };
+        let cap = u8::try_from(first).unwrap_or(u8::MAX);
         config.ha_connections = config.ha_connections.min(cap);
         let quic = tls::client_config(&config.roots, config.max_concurrent_streams)?;
+        let h2_tls = tls::h2_client_config(&config.roots)?;
         let client_id = match config.client_id {
             Some(id) => id,
             None => random_uuid()?,
@@ -368,6 +463,7 @@ impl Tunnel {
                 conn_index,
                 state: ConnectionState::Idle,
                 edge: None,
+                transport: None,
                 attempts: 0,
                 last_error: None,
             })
@@ -379,18 +475,24 @@ impl Tunnel {
             failure: None,
         });
         let (drain, _) = watch::channel(None);
-        let addrs = Mutex::new(AddrPool {
-            owner: vec![None; config.edges.len()],
-            addrs: config.edges.clone(),
-        });
+        let pool = |addrs: &[SocketAddr]| {
+            Mutex::new(AddrPool {
+                owner: vec![None; addrs.len()],
+                addrs: addrs.to_vec(),
+            })
+        };
+        let addrs = pool(&config.edges);
+        let h2_addrs = config.h2_edges.as_deref().map(pool);
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
                 quic,
+                h2_tls,
                 client_id,
                 status,
                 drain,
                 addrs,
+                h2_addrs,
                 seed,
             }),
         })
@@ -542,7 +644,13 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
     }
     let seed = shared.seed ^ u64::from(index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut backoff = Backoff::new(shared.config.backoff, seed);
-    let mut addr = shared.take_addr(index, None);
+    let mut transport = match shared.config.transport {
+        Transport::Http2 => Transport::Http2,
+        Transport::Quic | Transport::Auto => Transport::Quic,
+    };
+    let mut addr = shared.take_addr(index, None, transport);
+    // QUIC attempts that failed in a row without registering (for `Auto`).
+    let mut quic_failures = 0u32;
     loop {
         if should_stop(&shared.status.borrow()) {
             break;
@@ -550,16 +658,32 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
         shared.update(index, |c| {
             c.state = ConnectionState::Connecting;
             c.edge = Some(addr);
+            c.transport = Some(transport);
         });
-        let outcome = connection::run(
-            &shared,
-            index,
-            addr,
-            backoff.attempts(),
-            &handler,
-            &mut drain,
-        )
-        .await;
+        let attempts = backoff.attempts();
+        let outcome = match transport {
+            Transport::Http2 => {
+                http2::run(&shared, index, addr, attempts, &handler, &mut drain).await
+            }
+            Transport::Quic | Transport::Auto => {
+                connection::run(&shared, index, addr, attempts, &handler, &mut drain).await
+            }
+        };
+        let mut fall_back = false;
+        if shared.config.transport == Transport::Auto && transport == Transport::Quic {
+            match &outcome {
+                Outcome::Dial(_)
+                | Outcome::Lost {
+                    registered: false, ..
+                } => quic_failures += 1,
+                Outcome::Lost {
+                    registered: true, ..
+                } => quic_failures = 0,
+                Outcome::Drained | Outcome::Registration(_) => {}
+            }
+            let retries = shared.config.backoff.max_exponent.max(1);
+            fall_back = outcome.quic_looks_broken() || quic_failures >= retries;
+        }
         let (rotate, error) = match outcome {
             Outcome::Drained => break,
             Outcome::Dial(reason) => (true, reason),
@@ -596,8 +720,14 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
         if should_stop(&shared.status.borrow()) {
             break;
         }
-        if rotate {
-            addr = shared.take_addr(index, Some(addr));
+        if fall_back {
+            tracing::info!(conn_index = index, %error, "quic cannot connect; falling back to http/2");
+            transport = Transport::Http2;
+            shared.release_addr(index);
+            addr = shared.take_addr(index, None, transport);
+            backoff.reset();
+        } else if rotate {
+            addr = shared.take_addr(index, Some(addr), transport);
         }
         let delay = backoff.next_delay();
         tracing::info!(conn_index = index, %error, ?delay, "connection failed; retrying");
