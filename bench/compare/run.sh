@@ -66,36 +66,11 @@ MISSING=()
 
 log() { printf '[compare] %s\n' "$*" >&2; }
 
-# Stops every process this script started, newest first, by PID only.
-cleanup() {
-    local i
-    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-        stop_pid "${PIDS[i]}"
-    done
-}
+# shellcheck source=../lib/process.sh
+source "$HERE/../lib/process.sh"
+
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# Running and not a zombie (a dead child stays a zombie until reaped, and kill -0
-# still succeeds on it).
-alive() { [[ -e /proc/$1 ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
-
-# TERM, up to 5 s to exit, then KILL; reaps it and drops it from PIDS so the exit trap
-# never signals a PID the kernel may have handed to something else since.
-stop_pid() {
-    local pid=$1 _ keep=() p
-    if alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do
-            alive "$pid" || break
-            sleep 0.1
-        done
-        if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-    fi
-    wait "$pid" 2>/dev/null || true
-    for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
 
 # ---------------------------------------------------------------- tools and build
 
@@ -184,50 +159,7 @@ render() { # template output
     printf '%s\n' "$text" >"$2"
 }
 
-# Starts a command pinned to a CPU in the background; sets STARTED to its PID
-# (taskset execs the command, so the PID is the program's own).
-start_bg() { # name cpu cmd...
-    local name=$1 cpu=$2
-    shift 2
-    taskset -c "$cpu" "$@" >"$RUN_DIR/$name.out" 2>&1 &
-    STARTED=$!
-    PIDS+=("$STARTED")
-}
-
-wait_http() { # url [seconds]
-    local _
-    for _ in $(seq $((${2:-10} * 10))); do
-        curl -fsk -o /dev/null --max-time 1 "$1" && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
-
-# The PID and its children (nginx's master has its worker as a child).
-family() { echo "$1"; ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
-
-# utime+stime in clock ticks of a process and its children, from /proc/PID/stat
-# (fields 14 and 15; the command name in field 2 may contain spaces, so cut after ')').
-cpu_ticks() {
-    local total=0 pid rest
-    for pid in $(family "$1"); do
-        [[ -r /proc/$pid/stat ]] || continue
-        rest=$(sed 's/^.*) //' "/proc/$pid/stat")
-        total=$((total + $(awk '{print $12 + $13}' <<<"$rest")))
-    done
-    echo "$total"
-}
-
-rss_kib() {
-    local total=0 pid kib
-    for pid in $(family "$1"); do
-        kib=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
-        total=$((total + ${kib:-0}))
-    done
-    echo "$total"
-}
 
 # ---------------------------------------------------------------- processes
 
@@ -280,13 +212,6 @@ stop_proxy() {
 }
 
 # ---------------------------------------------------------------- load runs
-
-to_ms() { # "612.00us" | "1.23ms" | "1.01s" -> milliseconds
-    awk -v v="$1" 'BEGIN {
-        n = v + 0
-        if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000
-        printf "%.3f", n }'
-}
 
 # Runs the tool for the scenario (warm-up, then the measured run) and appends a row
 # to $RESULTS: system scenario req/s p50_ms p99_ms proxy_us/req proxy_cpu% backend_us/req errors

@@ -42,49 +42,11 @@ PIDS=()
 
 log() { printf '[hotswap] %s\n' "$*" >&2; }
 
-alive() { [[ -e /proc/$1 ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+# shellcheck source=../lib/process.sh
+source "$HERE/../lib/process.sh"
 
-# TERM, up to 5 s, then KILL; reaps and forgets the PID (see bench/compare/run.sh).
-stop_pid() {
-    local pid=$1 _ keep=() p
-    if alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do
-            alive "$pid" || break
-            sleep 0.1
-        done
-        if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-    fi
-    wait "$pid" 2>/dev/null || true
-    for p in "${PIDS[@]}"; do [[ $p == "$pid" ]] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
-
-cleanup() {
-    local i
-    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-        stop_pid "${PIDS[i]}"
-    done
-}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-start_bg() { # name cmd...; sets STARTED
-    local name=$1
-    shift
-    "$@" >"$RUN_DIR/$name.out" 2>&1 &
-    STARTED=$!
-    PIDS+=("$STARTED")
-}
-
-wait_http() { # url
-    local _
-    for _ in $(seq 100); do
-        curl -fs -o /dev/null --max-time 1 "$1" && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 install_tools() {
     local want=()
@@ -214,10 +176,10 @@ main() {
         log "missing $culvert or $echo_bin"
         exit 1
     }
-    start_bg echo-a "$echo_bin" --listen "127.0.0.1:$BACKEND_A_PORT" --name echo-a --protocol http1
-    start_bg echo-b "$echo_bin" --listen "127.0.0.1:$BACKEND_B_PORT" --name echo-b --protocol http1
+    start_bg echo-a - "$echo_bin" --listen "127.0.0.1:$BACKEND_A_PORT" --name echo-a --protocol http1
+    start_bg echo-b - "$echo_bin" --listen "127.0.0.1:$BACKEND_B_PORT" --name echo-b --protocol http1
     render "$HERE/config-a.json.in" 1 >"$RUN_DIR/initial.json"
-    start_bg culvert "$culvert" serve --config "$RUN_DIR/initial.json" \
+    start_bg culvert - "$culvert" serve --config "$RUN_DIR/initial.json" \
         --control "127.0.0.1:$CONTROL_PORT" --workers "$WORKERS" --no-access-log --drain-grace 1s
     local culvert_pid=$STARTED
     for url in "http://127.0.0.1:$BACKEND_A_PORT/" "http://127.0.0.1:$BACKEND_B_PORT/" "$CONTROL/readyz" "$URL"; do

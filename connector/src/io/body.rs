@@ -253,11 +253,16 @@ impl Body for TunnelBody {
     fn is_end_stream(&self) -> bool {
         match &self.inner {
             Inner::Empty | Inner::Done => true,
+            // An HTTP/2 stream is over only once END_STREAM was read: a reader that
+            // stopped at content-length would drop the stream early, resetting it,
+            // and a peer's trailing empty END_STREAM frame would then arrive on a
+            // reset stream (h2 counts those and closes the connection after 1,024).
             Inner::Stream {
                 leftover,
                 remaining,
+                recv,
                 ..
-            } => leftover.is_none() && *remaining == Some(0),
+            } => leftover.is_none() && *remaining == Some(0) && !matches!(recv, Source::H2(_)),
         }
     }
 
