@@ -21,6 +21,19 @@ use support::{free_port, get, temp_dir};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// Kills the process on drop, so a failing test does not leave `culvert serve`
+/// running (after a clean exit the kill finds nothing).
+struct Reaper(u32);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 async fn wait_until_listening(addr: SocketAddr) {
     let start = Instant::now();
     while tokio::net::TcpStream::connect(addr).await.is_err() {
@@ -53,6 +66,7 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let _reaper = Reaper(child.id());
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         wait_until_listening(addr).await;
         assert_workers_pinned(child.id());
@@ -195,6 +209,7 @@ async fn manifests_are_followed_and_a_broken_edit_keeps_the_running_config() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let _reaper = Reaper(child.id());
         let stderr = child.stderr.take().unwrap();
         let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let sink = std::sync::Arc::clone(&log);

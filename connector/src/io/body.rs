@@ -6,8 +6,9 @@
 //! They own the bytes that were read past a QUIC stream head (the head decoder
 //! consumes exactly one message; whatever the read brought in after it belongs to
 //! the body) and hand them out before anything else. Over HTTP/2 they release flow
-//! control credit as bytes are handed out, so a slow reader slows the edge down.
-//! They never parse the bytes they carry.
+//! control credit as bytes are handed out, so a slow reader slows the edge down,
+//! and a body with a `Content-Length` hands out its last bytes only together with
+//! the stream's end (see [`TunnelBody`]). They never parse the bytes they carry.
 
 use std::fmt;
 use std::io;
@@ -75,6 +76,15 @@ impl Drop for InFlightGuard {
 /// When the head announced a `Content-Length`, the size hint is exact and a stream
 /// that ends early or runs long is an error. Errors are `io::Error`s; a stream
 /// reset by the peer is one.
+///
+/// Over HTTP/2, the chunk that completes the `Content-Length` is handed out only
+/// once END_STREAM (or the trailers) has been read too, and then the body reports
+/// its end. Readers such as hyper stop at the `Content-Length` and drop the body;
+/// dropping an HTTP/2 stream that is still open resets it (CANCEL), and a peer's
+/// END_STREAM sent in a DATA frame of its own (cloudflared, and our connector when
+/// a body learns its end late, do that) then crosses the reset and lands on a
+/// stream h2 has forgotten. h2 answers each such frame with a reset of its own and
+/// closes the connection with `too_many_internal_resets` after 1,024 of them.
 pub struct TunnelBody {
     inner: Inner,
     /// Held while the body is alive (the simulator counts in-flight streams so).
@@ -88,8 +98,19 @@ enum Inner {
         recv: Source,
         buf: BytesMut,
         remaining: Option<u64>,
+        /// HTTP/2: the chunk that completed `remaining`, kept until END_STREAM.
+        held: Option<Bytes>,
     },
+    /// HTTP/2 trailers that arrived while a chunk was held: handed out next.
+    Trailers(http::HeaderMap),
     Done,
+}
+
+/// What one read of a stream brought.
+enum Read {
+    Data(Bytes),
+    Trailers(http::HeaderMap),
+    End,
 }
 
 /// Where a body's bytes come from.
@@ -134,6 +155,7 @@ impl TunnelBody {
                 recv: Source::Quic(recv),
                 buf: BytesMut::new(),
                 remaining: content_length,
+                held: None,
             },
             _guard: None,
         }
@@ -151,6 +173,7 @@ impl TunnelBody {
                 recv: Source::H2(recv),
                 buf: BytesMut::new(),
                 remaining: content_length,
+                held: None,
             },
             _guard: None,
         }
@@ -168,6 +191,7 @@ impl fmt::Debug for TunnelBody {
         let state = match &self.inner {
             Inner::Empty => "empty",
             Inner::Stream { .. } => "streaming",
+            Inner::Trailers(_) => "trailers",
             Inner::Done => "done",
         };
         f.debug_struct("TunnelBody").field("state", &state).finish()
@@ -187,93 +211,146 @@ impl Body for TunnelBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
         let this = &mut *self;
+        if matches!(this.inner, Inner::Trailers(_)) {
+            if let Inner::Trailers(trailers) = std::mem::replace(&mut this.inner, Inner::Done) {
+                return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+            }
+        }
         let Inner::Stream {
             leftover,
             recv,
             buf,
             remaining,
+            held,
         } = &mut this.inner
         else {
             return Poll::Ready(None);
         };
-        let chunk = if let Some(chunk) = leftover.take() {
-            chunk
-        } else {
-            let polled = match recv {
-                Source::Quic(recv) => poll_quic(recv, buf, cx),
-                Source::H2(recv) => match recv.poll_data(cx) {
-                    Poll::Ready(Some(Ok(data))) => {
-                        // Hand the credit back: the bytes now belong to the reader.
-                        let _ = recv.flow_control().release_capacity(data.len());
-                        Poll::Ready(Ok(Some(data)))
+        loop {
+            let read = if let Some(chunk) = leftover.take() {
+                Read::Data(chunk)
+            } else {
+                let polled = match recv {
+                    Source::Quic(recv) => {
+                        ready!(poll_quic(recv, buf, cx)).map(|chunk| match chunk {
+                            Some(chunk) => Read::Data(chunk),
+                            None => Read::End,
+                        })
                     }
-                    Poll::Ready(Some(Err(e))) => Poll::Ready(Err(h2_io_error(e))),
-                    Poll::Ready(None) => match ready!(recv.poll_trailers(cx)) {
-                        Ok(Some(trailers)) => {
-                            let early = remaining.is_some_and(|r| r > 0);
-                            this.inner = Inner::Done;
-                            return Poll::Ready(Some(if early {
-                                Err(length_error("stream ended before content-length"))
-                            } else {
-                                Ok(Frame::trailers(trailers))
-                            }));
+                    Source::H2(recv) => match ready!(poll_h2(recv, cx)) {
+                        Ok(read) => Ok(read),
+                        // All the content arrived; a peer may end such a stream
+                        // with RST_STREAM(NO_ERROR) instead of END_STREAM.
+                        Err(e) if held.is_some() && e.reason() == Some(h2::Reason::NO_ERROR) => {
+                            Ok(Read::End)
                         }
-                        Ok(None) => Poll::Ready(Ok(None)),
-                        Err(e) => Poll::Ready(Err(h2_io_error(e))),
+                        Err(e) => Err(h2_io_error(e)),
                     },
-                    Poll::Pending => Poll::Pending,
-                },
+                };
+                match polled {
+                    Ok(read) => read,
+                    Err(e) => {
+                        this.inner = Inner::Done;
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
             };
-            match ready!(polled) {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => {
-                    let early = remaining.is_some_and(|r| r > 0);
+            let chunk = match read {
+                Read::Data(chunk) => chunk,
+                Read::End | Read::Trailers(_) if remaining.is_some_and(|r| r > 0) => {
                     this.inner = Inner::Done;
-                    return Poll::Ready(
-                        early.then(|| Err(length_error("stream ended before content-length"))),
-                    );
+                    return Poll::Ready(Some(Err(length_error(
+                        "stream ended before content-length",
+                    ))));
                 }
-                Err(e) => {
+                Read::End => {
+                    let last = held.take();
                     this.inner = Inner::Done;
-                    return Poll::Ready(Some(Err(e)));
+                    return Poll::Ready(last.map(|chunk| Ok(Frame::data(chunk))));
+                }
+                Read::Trailers(trailers) => {
+                    let Some(last) = held.take() else {
+                        this.inner = Inner::Done;
+                        return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                    };
+                    this.inner = Inner::Trailers(trailers);
+                    return Poll::Ready(Some(Ok(Frame::data(last))));
+                }
+            };
+            if let Some(left) = remaining {
+                let len = chunk.len() as u64;
+                if len > *left {
+                    this.inner = Inner::Done;
+                    return Poll::Ready(Some(Err(length_error("body longer than content-length"))));
+                }
+                *left -= len;
+            }
+            if chunk.is_empty() {
+                continue;
+            }
+            if let Source::H2(recv) = recv {
+                if *remaining == Some(0) && !recv.is_end_stream() {
+                    // The content is complete but the stream is not: read on to
+                    // END_STREAM before handing the last bytes out.
+                    *held = Some(chunk);
+                    continue;
                 }
             }
-        };
-        if let Some(left) = remaining {
-            let len = chunk.len() as u64;
-            if len > *left {
-                this.inner = Inner::Done;
-                return Poll::Ready(Some(Err(length_error("body longer than content-length"))));
-            }
-            *left -= len;
+            return Poll::Ready(Some(Ok(Frame::data(chunk))));
         }
-        Poll::Ready(Some(Ok(Frame::data(chunk))))
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.inner {
             Inner::Empty | Inner::Done => true,
-            // An HTTP/2 stream is over only once END_STREAM was read: a reader that
-            // stopped at content-length would drop the stream early, resetting it,
-            // and a peer's trailing empty END_STREAM frame would then arrive on a
-            // reset stream (h2 counts those and closes the connection after 1,024).
+            Inner::Trailers(_) => false,
+            // Over HTTP/2 only once END_STREAM was read too (see the type's docs).
             Inner::Stream {
                 leftover,
                 remaining,
                 recv,
+                held,
                 ..
-            } => leftover.is_none() && *remaining == Some(0) && !matches!(recv, Source::H2(_)),
+            } => {
+                leftover.is_none()
+                    && held.is_none()
+                    && *remaining == Some(0)
+                    && match recv {
+                        Source::Quic(_) => true,
+                        Source::H2(recv) => recv.is_end_stream(),
+                    }
+            }
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
-            Inner::Empty | Inner::Done => SizeHint::with_exact(0),
+            Inner::Empty | Inner::Done | Inner::Trailers(_) => SizeHint::with_exact(0),
             Inner::Stream {
-                remaining: Some(r), ..
-            } => SizeHint::with_exact(*r),
+                remaining: Some(r),
+                held,
+                ..
+            } => SizeHint::with_exact(*r + held.as_ref().map_or(0, |h| h.len() as u64)),
             Inner::Stream { .. } => SizeHint::default(),
         }
+    }
+}
+
+/// Reads the next item of an HTTP/2 stream, handing the credit for data back (the
+/// bytes now belong to the reader).
+fn poll_h2(recv: &mut h2::RecvStream, cx: &mut Context<'_>) -> Poll<Result<Read, h2::Error>> {
+    match ready!(recv.poll_data(cx)) {
+        Some(Ok(data)) => {
+            let _ = recv.flow_control().release_capacity(data.len());
+            Poll::Ready(Ok(Read::Data(data)))
+        }
+        Some(Err(e)) => Poll::Ready(Err(e)),
+        None => Poll::Ready(
+            ready!(recv.poll_trailers(cx)).map(|trailers| match trailers {
+                Some(trailers) => Read::Trailers(trailers),
+                None => Read::End,
+            }),
+        ),
     }
 }
 
@@ -488,11 +565,19 @@ pub(crate) fn poll_h2_write(
     }
 }
 
-/// Sends all of `data` on an HTTP/2 stream, waiting for flow-control credit.
+/// Sends all of `data` on an HTTP/2 stream, waiting for flow-control credit; with
+/// `end_stream`, the last DATA frame carries END_STREAM (an empty one if `data` is).
 pub(crate) async fn h2_send_all(
     send: &mut h2::SendStream<Bytes>,
     mut data: Bytes,
+    end_stream: bool,
 ) -> io::Result<()> {
+    if data.is_empty() {
+        if end_stream {
+            send.send_data(Bytes::new(), true).map_err(h2_io_error)?;
+        }
+        return Ok(());
+    }
     while !data.is_empty() {
         send.reserve_capacity(data.len());
         let granted = match send.capacity() {
@@ -503,7 +588,8 @@ pub(crate) async fn h2_send_all(
             Some(Ok(0)) => {}
             Some(Ok(n)) => {
                 let chunk = data.split_to(n.min(data.len()));
-                send.send_data(chunk, false).map_err(h2_io_error)?;
+                send.send_data(chunk, end_stream && data.is_empty())
+                    .map_err(h2_io_error)?;
             }
             Some(Err(e)) => return Err(h2_io_error(e)),
             None => {
@@ -558,5 +644,139 @@ impl TunnelUpgrade {
 impl fmt::Debug for TunnelUpgrade {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("TunnelUpgrade")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use std::future::poll_fn;
+    use std::pin::Pin;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use http_body::Body;
+    use http_body_util::BodyExt as _;
+
+    use super::TunnelBody;
+
+    /// An HTTP/2 client and server over an in-memory pipe, one request sent: the
+    /// server's stream to answer on, and the client's response future.
+    async fn exchange() -> (
+        h2::server::SendResponse<Bytes>,
+        h2::client::ResponseFuture,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let server = tokio::spawn(async move {
+            let mut conn = h2::server::handshake(a).await.unwrap();
+            let (_request, respond) = conn.accept().await.unwrap().unwrap();
+            (conn, respond)
+        });
+        let (mut client, conn) = h2::client::handshake(b).await.unwrap();
+        let client_conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let request = http::Request::get("http://test/").body(()).unwrap();
+        let (response, _) = client.send_request(request, true).unwrap();
+        let (mut conn, respond) = server.await.unwrap();
+        let server_conn =
+            tokio::spawn(async move { while let Some(Ok(_)) = conn.accept().await {} });
+        let both = tokio::spawn(async move {
+            let _ = tokio::join!(client_conn, server_conn);
+        });
+        (respond, response, both)
+    }
+
+    fn head(length: usize) -> http::Response<()> {
+        http::Response::builder()
+            .header("content-length", length)
+            .body(())
+            .unwrap()
+    }
+
+    /// Whether the body yields a frame within a short wait.
+    async fn frame_within(body: &mut TunnelBody, wait: Duration) -> bool {
+        tokio::time::timeout(wait, poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)))
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn the_last_content_length_bytes_wait_for_end_stream() {
+        let (mut respond, response, conns) = exchange().await;
+        let mut send = respond.send_response(head(5), false).unwrap();
+        send.send_data(Bytes::from_static(b"hel"), false).unwrap();
+        send.send_data(Bytes::from_static(b"lo"), false).unwrap();
+        let response = response.await.unwrap();
+        let mut body = TunnelBody::from_h2(response.into_body(), Some(5));
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first, "hel");
+        // "lo" completes the content-length, but END_STREAM has not come yet.
+        assert!(!frame_within(&mut body, Duration::from_millis(100)).await);
+        assert!(!body.is_end_stream());
+        assert_eq!(body.size_hint().exact(), Some(2));
+        send.send_data(Bytes::new(), true).unwrap();
+        let last = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(last, "lo");
+        // A reader stopping here (hyper does, at content-length) drops a stream
+        // that is over, so nothing is reset.
+        assert!(body.is_end_stream());
+        assert!(body.frame().await.is_none());
+        conns.abort();
+    }
+
+    #[tokio::test]
+    async fn end_stream_with_the_last_bytes_ends_the_body_at_once() {
+        let (mut respond, response, conns) = exchange().await;
+        let mut send = respond.send_response(head(5), false).unwrap();
+        send.send_data(Bytes::from_static(b"hello"), true).unwrap();
+        let response = response.await.unwrap();
+        let mut body = TunnelBody::from_h2(response.into_body(), Some(5));
+        let data = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(data, "hello");
+        assert!(body.is_end_stream());
+        conns.abort();
+    }
+
+    #[tokio::test]
+    async fn trailers_after_the_last_bytes_follow_them() {
+        let (mut respond, response, conns) = exchange().await;
+        let mut send = respond.send_response(head(5), false).unwrap();
+        send.send_data(Bytes::from_static(b"hello"), false).unwrap();
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("x-checksum", "1".parse().unwrap());
+        send.send_trailers(trailers).unwrap();
+        let response = response.await.unwrap();
+        let mut body = TunnelBody::from_h2(response.into_body(), Some(5));
+        let data = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(data, "hello");
+        assert!(!body.is_end_stream());
+        let trailers = body
+            .frame()
+            .await
+            .unwrap()
+            .unwrap()
+            .into_trailers()
+            .unwrap();
+        assert_eq!(trailers["x-checksum"], "1");
+        assert!(body.is_end_stream());
+        assert!(body.frame().await.is_none());
+        conns.abort();
+    }
+
+    #[tokio::test]
+    async fn a_body_running_past_content_length_is_an_error() {
+        let (mut respond, response, conns) = exchange().await;
+        let mut send = respond.send_response(head(5), false).unwrap();
+        send.send_data(Bytes::from_static(b"hello"), false).unwrap();
+        send.send_data(Bytes::from_static(b"!"), true).unwrap();
+        let response = response.await.unwrap();
+        // h2 itself checks content-length (a PROTOCOL_ERROR reset); either way
+        // the body fails and the held bytes are not handed out as complete.
+        let mut body = TunnelBody::from_h2(response.into_body(), Some(5));
+        assert!(body.frame().await.unwrap().is_err());
+        conns.abort();
     }
 }

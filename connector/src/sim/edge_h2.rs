@@ -93,7 +93,7 @@ impl ControlStream for H2Control {
     }
 
     async fn write_all(&mut self, bytes: &[u8]) -> Result<(), String> {
-        h2_send_all(&mut self.send, Bytes::copy_from_slice(bytes))
+        h2_send_all(&mut self.send, Bytes::copy_from_slice(bytes), false)
             .await
             .map_err(|e| e.to_string())
     }
@@ -337,14 +337,19 @@ pub(crate) async fn forward(
     response
 }
 
-/// Streams the eyeball's request body onto the HTTP/2 stream, then END_STREAM.
+/// Streams the eyeball's request body onto the HTTP/2 stream, then END_STREAM
+/// (on the last DATA frame when the body knows it is the last).
 async fn pump_request_body(mut body: Incoming, mut send: h2::SendStream<Bytes>) {
     while let Some(frame) = body.frame().await {
         match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => {
-                    if h2_send_all(&mut send, data).await.is_err() {
+                    let end = body.is_end_stream();
+                    if h2_send_all(&mut send, data, end).await.is_err() {
                         // The connector reset the stream: it no longer wants the body.
+                        return;
+                    }
+                    if end {
                         return;
                     }
                 }

@@ -257,6 +257,20 @@ impl TunnelHandler for EchoHandler {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     Ok(text(StatusCode::OK, "slow done"))
                 }
+                "/late-end" => {
+                    let n: usize = request
+                        .uri()
+                        .query()
+                        .and_then(|q| q.strip_prefix("n="))
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    Ok(Response::builder()
+                        .status(StatusCode::OK)
+                        .header("content-length", n)
+                        .body(boxed(LateEnd::new(n)))
+                        .unwrap())
+                }
                 "/fail" => Err("origin unreachable (test)".into()),
                 "/reset" => Ok(Response::new(boxed(ResetAfterFirst(None)))),
                 "/ws" => {
@@ -293,6 +307,94 @@ impl TunnelHandler for EchoHandler {
             }
         })
     }
+}
+
+/// `n` bytes in one chunk, then the end [`LATE_END_PAUSE`] later: what a response
+/// body read from a real upstream does when the upstream connection's task reports
+/// the end after the last bytes. Over HTTP/2 the last DATA frame and END_STREAM
+/// then travel apart.
+struct LateEnd {
+    data: Option<Bytes>,
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// How long after its bytes a [`LateEnd`] body ends.
+pub const LATE_END_PAUSE: Duration = Duration::from_millis(5);
+
+impl LateEnd {
+    fn new(n: usize) -> Self {
+        Self {
+            data: Some(Bytes::from(vec![b'x'; n])),
+            pause: None,
+        }
+    }
+}
+
+impl Body for LateEnd {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(data) = self.data.take() {
+            self.pause = Some(Box::pin(tokio::time::sleep(LATE_END_PAUSE)));
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+        if let Some(pause) = self.pause.as_mut() {
+            std::task::ready!(pause.as_mut().poll(cx));
+            self.pause = None;
+        }
+        Poll::Ready(None)
+    }
+}
+
+/// A TCP relay to `target` that delays every byte from `target` back to the client
+/// by `delay` (bytes toward `target` pass at once), like the path from a distant
+/// edge. Runs until the test ends; returns the address to dial.
+pub async fn delaying_relay(target: SocketAddr, delay: Duration) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let _ = client.set_nodelay(true);
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                let _ = server.set_nodelay(true);
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                    let _ = server_write.shutdown().await;
+                });
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        match server_read.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                let due = tokio::time::Instant::now() + delay;
+                                if tx.send((due, buf[..n].to_vec())).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                });
+                while let Some((due, bytes)) = rx.recv().await {
+                    tokio::time::sleep_until(due).await;
+                    if client_write.write_all(&bytes).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = client_write.shutdown().await;
+            });
+        }
+    });
+    addr
 }
 
 /// Yields one chunk, then (after a pause, so the head and chunk are delivered

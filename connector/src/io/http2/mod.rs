@@ -204,7 +204,7 @@ async fn serve(
             client.poll_transmit(&mut out);
             if !out.is_empty() {
                 let bytes = Bytes::from(std::mem::take(&mut out));
-                if let Err(e) = h2_send_all(&mut ctrl.send, bytes).await {
+                if let Err(e) = h2_send_all(&mut ctrl.send, bytes, false).await {
                     break 'serve lost(registered, format!("writing the control stream: {e}"));
                 }
             }
@@ -363,7 +363,8 @@ async fn serve(
     if let Some(mut ctrl) = control {
         if !out.is_empty() {
             let bytes = Bytes::from(out);
-            let _ = tokio::time::timeout(CLOSE_LINGER, h2_send_all(&mut ctrl.send, bytes)).await;
+            let _ =
+                tokio::time::timeout(CLOSE_LINGER, h2_send_all(&mut ctrl.send, bytes, false)).await;
         }
         let _ = ctrl.send.send_data(Bytes::new(), true);
     }

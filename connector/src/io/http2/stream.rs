@@ -193,7 +193,9 @@ pub(super) async fn serve(
 }
 
 /// Sends a response head and streams its body: trailers as HTTP/2 trailers,
-/// END_STREAM at the end, RST_STREAM(INTERNAL_ERROR) on a body error.
+/// END_STREAM at the end (with the last DATA frame when the body reports its end
+/// there, as a body with a Content-Length does), RST_STREAM(INTERNAL_ERROR) on a
+/// body error.
 async fn write_response(mut respond: SendResponse<Bytes>, response: http::Response<BoxBody>) {
     let (parts, mut body) = response.into_parts();
     let head = response_head(parts.status, &parts.headers);
@@ -212,10 +214,13 @@ async fn write_response(mut respond: SendResponse<Bytes>, response: http::Respon
         match frame {
             Ok(frame) => match frame.into_data() {
                 Ok(data) => {
-                    if data.is_empty() {
+                    // END_STREAM goes on the last DATA frame when the body knows
+                    // it is the last, rather than in an empty frame of its own.
+                    let end = body.is_end_stream();
+                    if data.is_empty() && !end {
                         continue;
                     }
-                    if h2_send_all(&mut send, data).await.is_err() {
+                    if h2_send_all(&mut send, data, end).await.is_err() || end {
                         return;
                     }
                 }
