@@ -20,13 +20,13 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use super::body::InFlight;
+use super::control_loop::ControlLoop;
 use super::handler::TunnelHandler;
 use super::stream::serve_stream;
 use super::tls::QUIC_SERVER_NAME;
-use super::tunnel::{ConnectionState, Shared};
+use super::tunnel::Shared;
 use crate::proto::{
-    ClientEvent, ClientInfo, ConnectionOptions, ControlClient, RegisterConnection,
-    RegistrationError,
+    ClientInfo, ConnectionOptions, ControlClient, RegisterConnection, RegistrationError,
 };
 
 /// How long the close of a connection may take to reach the edge.
@@ -178,18 +178,14 @@ async fn drive(
     let in_flight = Arc::new(InFlight::default());
     let mut out = Vec::new();
     let mut buf = vec![0u8; 8192];
-    let mut registered = false;
-    let mut ctrl_done = false;
-    let mut draining = false;
-    let mut close_when_idle = false;
-    let mut grace_deadline: Option<Instant> = None;
+    let mut control = ControlLoop::new(shared, index, addr, "quic");
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let outcome = 'serve: loop {
         client.poll_transmit(&mut out);
         if !out.is_empty() {
             if let Err(e) = ctrl_send.write_all(&out).await {
                 break 'serve Outcome::Lost {
-                    registered,
+                    registered: control.registered,
                     rotate: false,
                     reason: format!("writing the control stream: {e}"),
                 };
@@ -198,25 +194,25 @@ async fn drive(
         }
         let rpc_deadline = client.poll_timeout().map(Instant::from_std);
         tokio::select! {
-            read = ctrl_recv.read(&mut buf), if !ctrl_done => match read {
+            read = ctrl_recv.read(&mut buf), if !control.ctrl_done => match read {
                 Ok(Some(n)) => {
                     let bytes = buf.get(..n).unwrap_or(&[]);
                     if let Err(e) = client.handle_input(bytes, now_std()) {
                         break 'serve Outcome::Lost {
-                            registered,
+                            registered: control.registered,
                             rotate: false,
                             reason: format!("control stream: {e}"),
                         };
                     }
                 }
-                Ok(None) | Err(_) if draining => ctrl_done = true,
+                Ok(None) | Err(_) if control.draining => control.ctrl_done = true,
                 Ok(None) => break 'serve Outcome::Lost {
-                    registered,
+                    registered: control.registered,
                     rotate: false,
                     reason: "the edge closed the control stream".to_owned(),
                 },
                 Err(e) => break 'serve Outcome::Lost {
-                    registered,
+                    registered: control.registered,
                     rotate: false,
                     reason: format!("reading the control stream: {e}"),
                 },
@@ -229,92 +225,35 @@ async fn drive(
                     let guard = in_flight.enter();
                     tokio::task::spawn_local(serve_stream(send, recv, Rc::clone(handler), index, guard));
                 }
-                Err(e) if draining => {
+                Err(e) if control.draining => {
                     tracing::debug!(conn_index = index, error = %e, "edge closed the drained connection");
                     break 'serve Outcome::Drained;
                 }
-                Err(e) => break 'serve lost(registered, &e),
+                Err(e) => break 'serve lost(control.registered, &e),
             },
             datagram = connection.read_datagram() => match datagram {
                 // Datagrams (UDP sessions) are not supported yet: ignored.
                 Ok(_) => {}
-                Err(e) if draining => {
+                Err(e) if control.draining => {
                     tracing::debug!(conn_index = index, error = %e, "edge closed the drained connection");
                     break 'serve Outcome::Drained;
                 }
-                Err(e) => break 'serve lost(registered, &e),
+                Err(e) => break 'serve lost(control.registered, &e),
             },
-            changed = drain.changed(), if !draining => {
+            changed = drain.changed(), if !control.draining => {
                 let deadline = if changed.is_ok() { *drain.borrow_and_update() } else { None };
-                if let Some(deadline) = deadline {
-                    draining = true;
-                    grace_deadline = Some(deadline);
-                    if !registered {
-                        break 'serve Outcome::Drained;
-                    }
-                    tracing::info!(conn_index = index, "unregistering connection");
-                    shared.set_state(index, ConnectionState::Draining);
-                    if client.unregister(now_std()).is_err() {
-                        break 'serve Outcome::Drained;
-                    }
+                if let Some(outcome) = control.on_drain(&mut client, deadline) {
+                    break 'serve outcome;
                 }
             }
-            () = in_flight.wait_idle(), if close_when_idle => break 'serve Outcome::Drained,
-            () = sleep_until(grace_deadline.unwrap_or(far)), if grace_deadline.is_some() => {
+            () = in_flight.wait_idle(), if control.close_when_idle => break 'serve Outcome::Drained,
+            () = sleep_until(control.grace_deadline.unwrap_or(far)), if control.grace_deadline.is_some() => {
                 tracing::info!(conn_index = index, in_flight = in_flight.count(), "grace period over");
                 break 'serve Outcome::Drained;
             }
         }
-        while let Some(event) = client.poll_event() {
-            match event {
-                ClientEvent::Registered(details) => {
-                    registered = true;
-                    tracing::info!(
-                        conn_index = index,
-                        %addr,
-                        location = %details.location_name,
-                        "connection registered"
-                    );
-                    shared.mark_registered(index, &details);
-                    if index == 0 && !details.tunnel_is_remotely_managed {
-                        let _ = client.update_local_configuration(&config.local_config, now_std());
-                    }
-                    if draining {
-                        // A drain started while registering: unregister right away.
-                        let _ = client.unregister(now_std());
-                    }
-                }
-                ClientEvent::RegistrationFailed(error) => {
-                    break 'serve Outcome::Registration(error);
-                }
-                ClientEvent::LocalConfigurationUpdated => {}
-                ClientEvent::LocalConfigurationFailed(reason) => {
-                    tracing::warn!(conn_index = index, %reason, "updateLocalConfiguration failed");
-                }
-                ClientEvent::Unregistered => {
-                    tracing::info!(
-                        conn_index = index,
-                        in_flight = in_flight.count(),
-                        "unregistered; serving in-flight streams"
-                    );
-                    close_when_idle = true;
-                }
-                ClientEvent::UnregisterFailed(reason) => {
-                    tracing::warn!(conn_index = index, %reason, "unregisterConnection failed; closing");
-                    break 'serve Outcome::Drained;
-                }
-                ClientEvent::Closed { reason } => {
-                    if draining {
-                        ctrl_done = true;
-                    } else {
-                        break 'serve Outcome::Lost {
-                            registered,
-                            rotate: false,
-                            reason: format!("the edge aborted the control stream: {reason}"),
-                        };
-                    }
-                }
-            }
+        if let Some(outcome) = control.on_events(&mut client, in_flight.count()) {
+            break 'serve outcome;
         }
     };
     // Close the RPC connection the way cloudflared does, then the stream.

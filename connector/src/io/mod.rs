@@ -42,6 +42,7 @@
 mod backoff;
 mod body;
 mod connection;
+mod control_loop;
 mod handler;
 mod http2;
 pub(crate) mod stream;

@@ -32,11 +32,12 @@ use tokio::time::{Instant, sleep_until};
 
 use super::body::{InFlight, h2_send_all};
 use super::connection::{CLOSE_LINGER, Outcome, register_request};
+use super::control_loop::ControlLoop;
 use super::handler::TunnelHandler;
 use super::tls::H2_SERVER_NAME;
-use super::tunnel::{ConnectionState, Shared};
+use super::tunnel::Shared;
+use crate::proto::ControlClient;
 use crate::proto::http2::{StreamType, error_head};
-use crate::proto::{ClientEvent, ControlClient};
 
 /// cloudflared's TCP dial timeout for HTTP/2 edges.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -192,11 +193,7 @@ async fn serve(
     let in_flight = Arc::new(InFlight::default());
     let mut control: Option<Control> = None;
     let mut out = Vec::new();
-    let mut registered = false;
-    let mut ctrl_done = false;
-    let mut draining = false;
-    let mut close_when_idle = false;
-    let mut grace_deadline: Option<Instant> = None;
+    let mut state = ControlLoop::new(shared, index, addr, "http2");
     let control_deadline = Instant::now() + CONTROL_STREAM_TIMEOUT;
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let outcome = 'serve: loop {
@@ -205,12 +202,15 @@ async fn serve(
             if !out.is_empty() {
                 let bytes = Bytes::from(std::mem::take(&mut out));
                 if let Err(e) = h2_send_all(&mut ctrl.send, bytes, false).await {
-                    break 'serve lost(registered, format!("writing the control stream: {e}"));
+                    break 'serve lost(
+                        state.registered,
+                        format!("writing the control stream: {e}"),
+                    );
                 }
             }
         }
         let rpc_deadline = client.poll_timeout().map(Instant::from_std);
-        let reading = control.is_some() && !ctrl_done;
+        let reading = control.is_some() && !state.ctrl_done;
         tokio::select! {
             data = std::future::poll_fn(|cx| match control.as_mut() {
                 Some(ctrl) => ctrl.recv.poll_data(cx),
@@ -221,16 +221,16 @@ async fn serve(
                         let _ = ctrl.recv.flow_control().release_capacity(bytes.len());
                     }
                     if let Err(e) = client.handle_input(&bytes, Instant::now().into_std()) {
-                        break 'serve lost(registered, format!("control stream: {e}"));
+                        break 'serve lost(state.registered, format!("control stream: {e}"));
                     }
                 }
-                None | Some(Err(_)) if draining => ctrl_done = true,
+                None | Some(Err(_)) if state.draining => state.ctrl_done = true,
                 None => break 'serve lost(
-                    registered,
+                    state.registered,
                     "the edge closed the control stream".to_owned(),
                 ),
                 Some(Err(e)) => break 'serve lost(
-                    registered,
+                    state.registered,
                     format!("reading the control stream: {e}"),
                 ),
             },
@@ -274,87 +274,28 @@ async fn serve(
                         ));
                     }
                 },
-                Some(Err(reason)) if draining => {
+                Some(Err(reason)) if state.draining => {
                     tracing::debug!(conn_index = index, %reason, "edge closed the drained connection");
                     break 'serve Outcome::Drained;
                 }
-                Some(Err(reason)) => break 'serve lost(registered, reason),
-                None if draining => break 'serve Outcome::Drained,
-                None => break 'serve lost(registered, "the edge closed the connection".to_owned()),
+                Some(Err(reason)) => break 'serve lost(state.registered, reason),
+                None if state.draining => break 'serve Outcome::Drained,
+                None => break 'serve lost(state.registered, "the edge closed the connection".to_owned()),
             },
-            changed = drain.changed(), if !draining => {
+            changed = drain.changed(), if !state.draining => {
                 let deadline = if changed.is_ok() { *drain.borrow_and_update() } else { None };
-                if let Some(deadline) = deadline {
-                    draining = true;
-                    grace_deadline = Some(deadline);
-                    if !registered {
-                        break 'serve Outcome::Drained;
-                    }
-                    tracing::info!(conn_index = index, "unregistering connection");
-                    shared.set_state(index, ConnectionState::Draining);
-                    if client.unregister(Instant::now().into_std()).is_err() {
-                        break 'serve Outcome::Drained;
-                    }
+                if let Some(outcome) = state.on_drain(&mut client, deadline) {
+                    break 'serve outcome;
                 }
             }
-            () = in_flight.wait_idle(), if close_when_idle => break 'serve Outcome::Drained,
-            () = sleep_until(grace_deadline.unwrap_or(far)), if grace_deadline.is_some() => {
+            () = in_flight.wait_idle(), if state.close_when_idle => break 'serve Outcome::Drained,
+            () = sleep_until(state.grace_deadline.unwrap_or(far)), if state.grace_deadline.is_some() => {
                 tracing::info!(conn_index = index, in_flight = in_flight.count(), "grace period over");
                 break 'serve Outcome::Drained;
             }
         }
-        while let Some(event) = client.poll_event() {
-            match event {
-                ClientEvent::Registered(details) => {
-                    registered = true;
-                    tracing::info!(
-                        conn_index = index,
-                        %addr,
-                        location = %details.location_name,
-                        transport = "http2",
-                        "connection registered"
-                    );
-                    shared.mark_registered(index, &details);
-                    if index == 0 && !details.tunnel_is_remotely_managed {
-                        let _ = client.update_local_configuration(
-                            &config.local_config,
-                            Instant::now().into_std(),
-                        );
-                    }
-                    if draining {
-                        let _ = client.unregister(Instant::now().into_std());
-                    }
-                }
-                ClientEvent::RegistrationFailed(error) => {
-                    break 'serve Outcome::Registration(error);
-                }
-                ClientEvent::LocalConfigurationUpdated => {}
-                ClientEvent::LocalConfigurationFailed(reason) => {
-                    tracing::warn!(conn_index = index, %reason, "updateLocalConfiguration failed");
-                }
-                ClientEvent::Unregistered => {
-                    tracing::info!(
-                        conn_index = index,
-                        in_flight = in_flight.count(),
-                        "unregistered; serving in-flight streams"
-                    );
-                    close_when_idle = true;
-                }
-                ClientEvent::UnregisterFailed(reason) => {
-                    tracing::warn!(conn_index = index, %reason, "unregisterConnection failed; closing");
-                    break 'serve Outcome::Drained;
-                }
-                ClientEvent::Closed { reason } => {
-                    if draining {
-                        ctrl_done = true;
-                    } else {
-                        break 'serve lost(
-                            registered,
-                            format!("the edge aborted the control stream: {reason}"),
-                        );
-                    }
-                }
-            }
+        if let Some(outcome) = state.on_events(&mut client, in_flight.count()) {
+            break 'serve outcome;
         }
     };
     // Close the RPC connection the way cloudflared does, then end the stream.
