@@ -16,7 +16,6 @@ use culvert_connector::io::{BackoffConfig, ConnectionState, Transport, Tunnel};
 use culvert_connector::sim::{EdgeSim, SimConnectionState, SimTransport};
 use http::{Request, StatusCode};
 use support::*;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// Starts an HTTP/2 tunnel for `sim` serving with `echo` and waits for four
 /// registrations.
@@ -193,44 +192,7 @@ async fn websocket_frames_are_echoed_over_http2() {
         let sim = start_sim_h2().await;
         let echo = Rc::new(Echo::default());
         let tunnel = up(&sim, &echo).await;
-        let mut tcp = tokio::net::TcpStream::connect(sim.http_addr())
-            .await
-            .unwrap();
-        let key = "dGhlIHNhbXBsZSBub25jZQ==";
-        tcp.write_all(
-            format!(
-                "GET /ws HTTP/1.1\r\nHost: ws.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                 Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            let mut byte = [0u8; 1];
-            tcp.read_exact(&mut byte).await.unwrap();
-            head.push(byte[0]);
-        }
-        let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
-        assert!(head.starts_with("http/1.1 101"), "{head}");
-        assert!(
-            head.contains(&format!(
-                "sec-websocket-accept: {}",
-                websocket_accept(key).to_ascii_lowercase()
-            )),
-            "{head}"
-        );
-        for message in ["hello tunnel", "second frame", &"x".repeat(200_000)] {
-            write_frame(&mut tcp, 0x1, message.as_bytes(), Some([1, 2, 3, 4])).await;
-            let (opcode, payload) = read_frame(&mut tcp).await.unwrap();
-            assert_eq!(opcode, 0x1);
-            assert_eq!(payload, message.as_bytes());
-        }
-        write_frame(&mut tcp, 0x8, &[0x03, 0xe8], Some([9, 9, 9, 9])).await;
-        let (opcode, payload) = read_frame(&mut tcp).await.unwrap();
-        assert_eq!((opcode, payload), (0x8, vec![0x03, 0xe8]));
-        drop(tcp);
+        websocket_echo_scenario(sim.http_addr(), 200_000).await;
         down(tunnel, sim).await;
     })
     .await;

@@ -527,3 +527,44 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> Option<(u8, Vec<u8>)
     }
     Some((opcode, payload))
 }
+
+/// Opens a WebSocket through the simulator's front door at `front`, checks the
+/// handshake, echoes a small, a second and a `large`-byte text frame, then closes.
+pub async fn websocket_echo_scenario(front: SocketAddr, large: usize) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tcp = tokio::net::TcpStream::connect(front).await.unwrap();
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    tcp.write_all(
+        format!(
+            "GET /ws HTTP/1.1\r\nHost: ws.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        tcp.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains(&format!(
+            "sec-websocket-accept: {}",
+            websocket_accept(key).to_ascii_lowercase()
+        )),
+        "{head}"
+    );
+    for message in ["hello tunnel", "second frame", &"x".repeat(large)] {
+        write_frame(&mut tcp, 0x1, message.as_bytes(), Some([1, 2, 3, 4])).await;
+        let (opcode, payload) = read_frame(&mut tcp).await.unwrap();
+        assert_eq!(opcode, 0x1);
+        assert_eq!(payload, message.as_bytes());
+    }
+    write_frame(&mut tcp, 0x8, &[0x03, 0xe8], Some([9, 9, 9, 9])).await;
+    let (opcode, payload) = read_frame(&mut tcp).await.unwrap();
+    assert_eq!((opcode, payload), (0x8, vec![0x03, 0xe8]));
+}
