@@ -473,7 +473,10 @@ impl Worker {
                 head.headers.clone()
             };
             let protocol = protocol_of(backend, grpc);
-            let request = build_request(&head, headers, backend, attempt_body, protocol);
+            let Some(request) = build_request(&head, headers, backend, attempt_body, protocol)
+            else {
+                return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
+            };
             let limit = shortest(
                 timeouts.backend_request,
                 deadline.map(|d| d - Instant::now()),
@@ -535,13 +538,15 @@ impl Worker {
         head.headers
             .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         let headers = std::mem::take(&mut head.headers);
-        let request = build_request(
+        let Some(request) = build_request(
             &head,
             headers,
             backend,
             Either::Right(Full::new(Bytes::new())),
             Protocol::Http1,
-        );
+        ) else {
+            return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
+        };
         let mut response = match Upstreams::send_upgrade(endpoint, request).await {
             Ok(response) => response,
             Err(UpstreamError::Connect) => return failed(record, BackendFailure::Connect),
@@ -583,13 +588,15 @@ impl Worker {
             return;
         };
         let protocol = protocol_of(backend, grpc);
-        let request = build_request(
+        let Some(request) = build_request(
             head,
             head.headers.clone(),
             backend,
             Either::Right(body),
             protocol,
-        );
+        ) else {
+            return;
+        };
         let upstreams = Rc::clone(&self.upstreams);
         tokio::task::spawn_local(async move {
             if let Ok(response) = upstreams.send(endpoint, protocol, request).await {
@@ -701,14 +708,16 @@ fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
 /// the form the protocol wants (origin-form for HTTP/1.1, absolute for HTTP/2).
 ///
 /// `headers` are the head's (a copy when the head is needed again: a retry, a
-/// mirror), so the last or only attempt moves them instead of copying.
+/// mirror), so the last or only attempt moves them instead of copying. `None` when
+/// the target (or, for HTTP/2, the authority) does not form a valid URI: answered
+/// 500, never sent as something else.
 fn build_request(
     head: &UpstreamHead,
     mut headers: HeaderMap,
     backend: &Backend,
     body: RequestBody,
     protocol: Protocol,
-) -> Request<RequestBody> {
+) -> Option<Request<RequestBody>> {
     if let Some(modifier) = &backend.request_headers {
         apply_header_modifier(modifier, &mut headers);
     }
@@ -724,11 +733,10 @@ fn build_request(
     };
     let mut request = Request::new(body);
     *request.method_mut() = head.method.clone();
-    // The target was normalized and checked before routing; it parses.
-    *request.uri_mut() = uri.unwrap_or_default();
+    *request.uri_mut() = uri.ok()?;
     *request.version_mut() = version;
     *request.headers_mut() = headers;
-    request
+    Some(request)
 }
 
 /// The backend's response with the backend's own response header filter applied.
