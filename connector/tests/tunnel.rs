@@ -137,43 +137,7 @@ async fn large_bodies_stream_both_ways() {
         let echo = Rc::new(Echo::default());
         let tunnel = up(&sim, &echo).await;
         let addr = sim.http_addr();
-        const LEN: u64 = 8 * 1024 * 1024 + 13;
-
-        let got = request(
-            addr,
-            Request::post("/echo")
-                .header("host", "app.test")
-                .header("content-length", LEN)
-                .body(Pattern::new(LEN))
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len() as u64, LEN);
-        assert!(is_pattern(&body));
-
-        // Chunked upload (no content-length): the sim forwards the chunked header
-        // and raw bytes.
-        let got = request(
-            addr,
-            Request::post("/echo")
-                .header("host", "app.test")
-                .header("transfer-encoding", "chunked")
-                .body(Pattern::new(3 * 1024 * 1024))
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len(), 3 * 1024 * 1024);
-        assert!(is_pattern(&body));
-
-        let got = get(addr, &format!("/big?n={LEN}")).await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len() as u64, LEN);
-        assert!(is_pattern(&body));
+        large_bodies_scenario(addr).await;
         down(tunnel, sim).await;
     })
     .await;

@@ -121,40 +121,7 @@ async fn get_post_and_large_bodies_over_http2() {
         assert_eq!(seen.len(), 4, "{seen:?}");
         assert_eq!(get(addr, "/missing").await.status, StatusCode::NOT_FOUND);
 
-        const LEN: u64 = 8 * 1024 * 1024 + 13;
-        let got = request(
-            addr,
-            Request::post("/echo")
-                .header("host", "app.test")
-                .header("content-length", LEN)
-                .body(Pattern::new(LEN))
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len() as u64, LEN);
-        assert!(is_pattern(&body));
-
-        let got = request(
-            addr,
-            Request::post("/echo")
-                .header("host", "app.test")
-                .header("transfer-encoding", "chunked")
-                .body(Pattern::new(3 * 1024 * 1024))
-                .unwrap(),
-        )
-        .await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len(), 3 * 1024 * 1024);
-        assert!(is_pattern(&body));
-
-        let got = get(addr, &format!("/big?n={LEN}")).await;
-        assert_eq!(got.status, StatusCode::OK);
-        let body = got.body.unwrap();
-        assert_eq!(body.len() as u64, LEN);
-        assert!(is_pattern(&body));
+        large_bodies_scenario(addr).await;
         down(tunnel, sim).await;
     })
     .await;
