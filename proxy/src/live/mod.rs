@@ -43,6 +43,8 @@ use fleet::Fleet;
 
 /// The header that tags each request, so its arrival (and its copies) can be found.
 const TAG: &str = "x-culvert-conformance-tag";
+/// Seed of the data plane's random numbers in live runs.
+const LIVE_SEED: u64 = 0x6375_6c76_6572_7421;
 /// How long mirrored copies may take to arrive after a sample.
 const MIRROR_SETTLE: Duration = Duration::from_millis(500);
 
@@ -116,6 +118,9 @@ impl LiveJudge {
             None => {
                 let serve = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
                     .with_workers(NonZeroUsize::MIN)
+                    // Weighted picks and mirror samples repeat run to run, so a
+                    // sample's share is judged the same way every time.
+                    .with_random_seed(LIVE_SEED)
                     .with_initial(config);
                 self.server = Some(Server::start(serve).map_err(|err| err.chain())?);
             }

@@ -51,6 +51,10 @@ pub struct ServeConfig {
     pub initial: Option<DataPlaneConfig>,
     /// Proxies in front of this one whose forwarding headers are believed.
     pub trusted_hops: u32,
+    /// Seed of the workers' random numbers (weighted backend picks, mirror and log
+    /// sampling), for reproducible runs such as the live conformance harness;
+    /// `None` seeds from the clock.
+    pub random_seed: Option<u64>,
     /// Fraction of successful requests written to the access log (failures always
     /// are); `None` turns the access log off.
     pub access_log: Option<f64>,
@@ -72,6 +76,7 @@ impl Default for ServeConfig {
             insecure_control: false,
             initial: None,
             trusted_hops: 0,
+            random_seed: None,
             control_tls: None,
             manifests: None,
             tunnel: None,
@@ -121,6 +126,13 @@ impl ServeConfig {
     #[must_use]
     pub fn with_control_tls(mut self, files: ControlTlsFiles) -> Self {
         self.control_tls = Some(files);
+        self
+    }
+
+    /// Sets [`ServeConfig::random_seed`].
+    #[must_use]
+    pub fn with_random_seed(mut self, seed: u64) -> Self {
+        self.random_seed = Some(seed);
         self
     }
 
@@ -272,6 +284,7 @@ impl Server {
                 access_log: Arc::clone(&access_log),
                 scrape: scrape_rx,
                 core: (!cores.is_empty()).then(|| cores[index % cores.len()]),
+                seed: config.random_seed.map(|seed| seed ^ index as u64),
                 tunnel: tunnel.as_ref().map(|tunnel| {
                     // Connection i runs on worker i mod workers.
                     let mine = tunnel

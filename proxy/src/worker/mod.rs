@@ -61,6 +61,9 @@ pub(crate) struct WorkerChannels {
     pub(crate) access_log: Arc<AccessLog>,
     /// Scrape requests from the control thread, answered with a copy of the stats.
     pub(crate) scrape: tokio::sync::mpsc::Receiver<oneshot::Sender<StatsSnapshot>>,
+    /// Seed of the worker's random numbers (weighted picks, sampling); the clock
+    /// when `None`.
+    pub(crate) seed: Option<u64>,
     /// The core to pin the thread to, if any.
     pub(crate) core: Option<core_affinity::CoreId>,
     /// The tunnel and the connection indices this worker drives.
@@ -117,6 +120,7 @@ fn run(
             mut scrape,
             core: _,
             tunnel,
+            seed,
         } = channels;
         let worker = Rc::new(Worker::new(
             index,
@@ -124,6 +128,7 @@ fn run(
             draining.clone(),
             forwarding,
             access_log,
+            seed,
         ));
         let mut listeners = Listeners::default();
         let first = *generation.borrow_and_update();

@@ -104,10 +104,13 @@ impl Worker {
         draining: watch::Receiver<bool>,
         forwarding: Forwarding,
         log: Arc<AccessLog>,
+        seed: Option<u64>,
     ) -> Self {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        let now = seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_nanos() as u64)
+        });
         Self {
             cell,
             sink: Rc::new(Sink {
