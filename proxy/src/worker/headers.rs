@@ -66,7 +66,16 @@ pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<
 
 /// Removes the hop-by-hop headers and every header the `Connection` header names;
 /// `TE` survives only as `trailers`.
+///
+/// Most messages carry none of them, so one pass over the names decides whether
+/// there is anything to do before any lookup by name.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let touched = headers
+        .keys()
+        .any(|name| *name == header::TE || HOP_BY_HOP.contains(name));
+    if !touched {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -115,30 +124,43 @@ impl Forwarding {
     ///   dropped, then this hop's `for`, `proto` and `host` appended.
     pub(crate) fn apply(self, headers: &mut HeaderMap, hop: &Hop<'_>) {
         let trusted = self.trusted_hops > 0;
-        let mut chain: Vec<String> = joined(headers, &X_FORWARDED_FOR);
-        chain.push(hop.peer.ip().to_string());
-        insert_text(headers, X_FORWARDED_FOR, &chain.join(", "));
+        let mut text = String::with_capacity(64);
+        append_values(&mut text, headers, &X_FORWARDED_FOR);
+        if !text.is_empty() {
+            text.push_str(", ");
+        }
+        push_ip(&mut text, hop.peer.ip());
+        insert_text(headers, X_FORWARDED_FOR, &text);
         if !trusted || !headers.contains_key(&X_FORWARDED_PROTO) {
             headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(hop.scheme));
         }
         if (!trusted || !headers.contains_key(&X_FORWARDED_HOST)) && !hop.host.is_empty() {
             insert_text(headers, X_FORWARDED_HOST, hop.host);
         }
-        let mut elements = if trusted {
-            joined(headers, &header::FORWARDED)
-        } else {
-            Vec::new()
-        };
-        let node = match hop.peer.ip() {
-            IpAddr::V4(ip) => ip.to_string(),
-            IpAddr::V6(ip) => format!("\"[{ip}]\""),
-        };
-        let mut element = format!("for={node};proto={}", hop.scheme);
-        if !hop.host.is_empty() && hop.host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
-            element.push_str(&format!(";host=\"{}\"", hop.host));
+        text.clear();
+        if trusted {
+            append_values(&mut text, headers, &header::FORWARDED);
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
         }
-        elements.push(element);
-        insert_text(headers, header::FORWARDED, &elements.join(", "));
+        text.push_str("for=");
+        match hop.peer.ip() {
+            ip @ IpAddr::V4(_) => push_ip(&mut text, ip),
+            ip @ IpAddr::V6(_) => {
+                text.push_str("\"[");
+                push_ip(&mut text, ip);
+                text.push_str("]\"");
+            }
+        }
+        text.push_str(";proto=");
+        text.push_str(hop.scheme);
+        if !hop.host.is_empty() && hop.host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
+            text.push_str(";host=\"");
+            text.push_str(hop.host);
+            text.push('"');
+        }
+        insert_text(headers, header::FORWARDED, &text);
     }
 
     /// The client's address as far as it can be believed: the peer, or with trusted
@@ -168,6 +190,43 @@ fn joined(headers: &HeaderMap, name: &HeaderName) -> Vec<String> {
         .filter_map(|value| value.to_str().ok())
         .map(str::to_owned)
         .collect()
+}
+
+/// Appends every text value of `name` to `text`, joined by `", "`.
+fn append_values(text: &mut String, headers: &HeaderMap, name: &HeaderName) {
+    for value in headers.get_all(name) {
+        if let Ok(value) = value.to_str() {
+            if !text.is_empty() {
+                text.push_str(", ");
+            }
+            text.push_str(value);
+        }
+    }
+}
+
+/// Appends `ip` in its usual text form; IPv4, the common case, without the
+/// formatting machinery (this runs for every forwarded request).
+pub(crate) fn push_ip(text: &mut String, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(ip) => {
+            for (i, octet) in ip.octets().into_iter().enumerate() {
+                if i > 0 {
+                    text.push('.');
+                }
+                if octet >= 100 {
+                    text.push(char::from(b'0' + octet / 100));
+                }
+                if octet >= 10 {
+                    text.push(char::from(b'0' + octet / 10 % 10));
+                }
+                text.push(char::from(b'0' + octet % 10));
+            }
+        }
+        IpAddr::V6(ip) => {
+            use std::fmt::Write as _;
+            let _ = write!(text, "{ip}");
+        }
+    }
 }
 
 fn insert_text(headers: &mut HeaderMap, name: HeaderName, text: &str) {

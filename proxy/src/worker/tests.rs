@@ -1,4 +1,4 @@
-use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop};
+use super::headers::{Forwarding, Hop, push_ip, request_host, strip_hop_by_hop};
 use super::proxy::splitmix64;
 use http::{HeaderMap, HeaderValue};
 
@@ -13,6 +13,35 @@ fn hop_by_hop_headers_and_connection_tokens_are_removed() {
     strip_hop_by_hop(&mut headers);
     let names: Vec<&str> = headers.keys().map(|n| n.as_str()).collect();
     assert_eq!(names, ["x-kept"]);
+}
+
+#[test]
+fn ip_text_matches_display() {
+    for octet in 0..=255u8 {
+        let ips = [
+            std::net::IpAddr::from([octet, 0, 255, octet]),
+            std::net::IpAddr::from([10, octet, octet, 9]),
+        ];
+        for ip in ips {
+            let mut text = String::new();
+            push_ip(&mut text, ip);
+            assert_eq!(text, ip.to_string());
+        }
+    }
+    let mut text = String::from("x ");
+    push_ip(&mut text, "2001:db8::1".parse().unwrap());
+    assert_eq!(text, "x 2001:db8::1");
+}
+
+#[test]
+fn headers_without_hop_by_hop_names_are_left_alone() {
+    let mut headers = HeaderMap::new();
+    headers.insert("host", HeaderValue::from_static("a.example"));
+    headers.append("accept", HeaderValue::from_static("*/*"));
+    headers.append("accept", HeaderValue::from_static("text/html"));
+    let before = headers.clone();
+    strip_hop_by_hop(&mut headers);
+    assert_eq!(headers, before);
 }
 
 fn hop(peer: &str) -> Hop<'static> {
