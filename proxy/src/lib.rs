@@ -26,6 +26,7 @@
 mod access_log;
 mod control;
 mod error;
+mod fast_map;
 pub mod live;
 mod metrics;
 mod server;

@@ -10,11 +10,12 @@
 //! handle, and every later record for that request is a few `Cell` writes on it.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
 use http::StatusCode;
+
+use crate::fast_map::FastMap;
 
 use super::snapshot::{HistogramSnapshot, ListenerSnapshot, RouteSnapshot, StatsSnapshot};
 use super::{
@@ -31,9 +32,9 @@ pub(crate) struct WorkerStats {
     in_flight: Rc<Cell<u64>>,
     /// Per-route counters by route name (including [`NO_ROUTE`] and [`OVERFLOW`]).
     /// Keyed by `Rc<str>` so a lookup by `&str` needs no allocation.
-    routes: RefCell<HashMap<Rc<str>, RouteStats>>,
+    routes: RefCell<FastMap<Rc<str>, RouteStats>>,
     /// Per-listener counters by listener label (including [`OVERFLOW`]).
-    listeners: RefCell<HashMap<Rc<str>, ListenerStats>>,
+    listeners: RefCell<FastMap<Rc<str>, ListenerStats>>,
     /// Distinct route names in `routes`, not counting the reserved labels.
     route_keys: Cell<usize>,
     /// Distinct listener labels in `listeners`, not counting [`OVERFLOW`].
@@ -60,8 +61,8 @@ impl WorkerStats {
     pub(crate) fn with_limits(max_routes: usize, max_listeners: usize) -> Self {
         Self {
             in_flight: Rc::new(Cell::new(0)),
-            routes: RefCell::new(HashMap::new()),
-            listeners: RefCell::new(HashMap::new()),
+            routes: RefCell::new(FastMap::default()),
+            listeners: RefCell::new(FastMap::default()),
             route_keys: Cell::new(0),
             listener_keys: Cell::new(0),
             max_routes,
@@ -294,7 +295,7 @@ impl Drop for OpenConnection {
 /// `reserved` counts against `cap` (tracked in `count`); once the cap is reached new
 /// keys get the [`OVERFLOW`] handle instead. Allocates only when it inserts.
 fn intern<T: Clone>(
-    map: &mut HashMap<Rc<str>, T>,
+    map: &mut FastMap<Rc<str>, T>,
     count: &Cell<usize>,
     cap: usize,
     key: &str,

@@ -11,13 +11,13 @@ use http::{Uri, Version};
 
 /// Headers that describe one hop, never forwarded in either direction (`TE` is
 /// handled apart: `te: trailers` is end-to-end in practice, gRPC needs it).
-const HOP_BY_HOP: [HeaderName; 6] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
+const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
 ];
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
@@ -72,7 +72,7 @@ pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let touched = headers
         .keys()
-        .any(|name| *name == header::TE || HOP_BY_HOP.contains(name));
+        .any(|name| *name == header::TE || HOP_BY_HOP.contains(&name.as_str()));
     if !touched {
         return;
     }
@@ -89,7 +89,10 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|token| token.trim().eq_ignore_ascii_case("trailers"));
-    for name in named.iter().chain(HOP_BY_HOP.iter()) {
+    for name in &named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
         headers.remove(name);
     }
     headers.remove(header::TE);

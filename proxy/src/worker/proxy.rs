@@ -42,14 +42,14 @@ use super::body::{ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::record::{Record, RecordedBody, Sink};
-use super::upstream::{Protocol, RequestBody, UpstreamError, Upstreams};
+use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::SnapshotCell;
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
 
 /// Body of every answer: the upstream's, streamed, or a small local one.
-pub(crate) type ProxyBody = Either<Incoming, Full<Bytes>>;
+pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
 
 /// Largest request body kept in memory so it can be retried or mirrored.
 pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;
@@ -559,7 +559,7 @@ impl Worker {
             let server_upgrade = hyper::upgrade::on(&mut response);
             tokio::task::spawn_local(client_upgrade.splice(server_upgrade));
         }
-        backend_response(response, backend)
+        backend_response(response.map(Either::Right), backend)
     }
 
     /// Fires each sampled mirror with a copy of the request; their answers are
@@ -743,7 +743,7 @@ fn build_request(
 }
 
 /// The backend's response with the backend's own response header filter applied.
-fn backend_response(response: Response<Incoming>, backend: &Backend) -> Response<ProxyBody> {
+fn backend_response(response: Response<UpstreamBody>, backend: &Backend) -> Response<ProxyBody> {
     let (mut parts, body) = response.into_parts();
     if let Some(modifier) = &backend.response_headers {
         apply_header_modifier(modifier, &mut parts.headers);

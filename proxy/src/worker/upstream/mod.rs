@@ -1,13 +1,13 @@
-//! Upstream connections of one worker: an HTTP/1.1 keep-alive pool per endpoint, one
-//! multiplexed h2c connection per endpoint, and fresh HTTP/1.1 connections for
-//! upgrades (WebSocket), which are never pooled.
+//! Upstream connections of one worker: an HTTP/1.1 keep-alive pool per endpoint
+//! (exchanges driven inline by the request's task, see [`http1`]), one multiplexed
+//! h2c connection per endpoint (hyper), and fresh HTTP/1.1 connections for upgrades
+//! (WebSocket, hyper), which are never pooled.
 //!
 //! Single-threaded: the pools sit in `RefCell`s and a borrow is never held across an
 //! `.await`. Errors say whether the endpoint could not be reached (`Connect`) or
 //! failed while talking (`Protocol`), so the caller can answer 502 and count why.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -16,16 +16,26 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::{http1 as hyper_http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
 use super::body::CountedBody;
 use super::connection::LocalExec;
+use crate::fast_map::FastMap;
+
+mod http1;
+mod wire;
+
+use http1::{Connection, ExchangeError, Home};
 
 /// A request body sent upstream: the client's, streamed, or a buffered copy (kept
 /// for retries and mirrors).
 pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
+
+/// A response body from a backend: read inline off a pooled HTTP/1.1 connection,
+/// or hyper's (h2c, upgrades). Errors are boxed.
+pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
 const MAX_IDLE_PER_ENDPOINT: usize = 1024;
@@ -53,8 +63,8 @@ pub(crate) enum UpstreamError {
 /// The upstream connections of one worker.
 #[derive(Default)]
 pub(crate) struct Upstreams {
-    http1: RefCell<HashMap<SocketAddr, Vec<http1::SendRequest<RequestBody>>>>,
-    h2c: RefCell<HashMap<SocketAddr, http2::SendRequest<RequestBody>>>,
+    http1: RefCell<FastMap<SocketAddr, Vec<Connection>>>,
+    h2c: RefCell<FastMap<SocketAddr, http2::SendRequest<RequestBody>>>,
 }
 
 impl Upstreams {
@@ -65,10 +75,10 @@ impl Upstreams {
         endpoint: SocketAddr,
         protocol: Protocol,
         request: Request<RequestBody>,
-    ) -> Result<Response<Incoming>, UpstreamError> {
+    ) -> Result<Response<UpstreamBody>, UpstreamError> {
         match protocol {
             Protocol::Http1 => self.send_http1(endpoint, request).await,
-            Protocol::H2c => self.send_h2c(endpoint, request).await,
+            Protocol::H2c => Ok(self.send_h2c(endpoint, request).await?.map(Either::Right)),
         }
     }
 
@@ -78,39 +88,41 @@ impl Upstreams {
         endpoint: SocketAddr,
         request: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let mut sender = connect_http1(endpoint, true).await?;
+        let mut sender = connect_upgradable(endpoint).await?;
         sender
             .send_request(request)
             .await
             .map_err(|_| UpstreamError::Protocol)
     }
 
-    /// A pooled connection that turns out closed before the request was written is
-    /// replaced once; after that the request is spent.
+    /// A pooled connection found closed before the backend could act on the request
+    /// is given up for a new one; after that the request is spent.
     async fn send_http1(
         self: &Rc<Self>,
         endpoint: SocketAddr,
-        mut request: Request<RequestBody>,
-    ) -> Result<Response<Incoming>, UpstreamError> {
-        if let Some(mut sender) = self.take_idle(endpoint) {
-            match sender.try_send_request(request).await {
-                Ok(response) => {
-                    self.recycle(endpoint, sender);
-                    return Ok(response);
-                }
-                Err(mut err) => match err.take_message() {
-                    Some(unsent) => request = unsent,
-                    None => return Err(UpstreamError::Protocol),
-                },
+        request: Request<RequestBody>,
+    ) -> Result<Response<UpstreamBody>, UpstreamError> {
+        let (parts, mut body) = request.into_parts();
+        if let Some(conn) = self.take_idle(endpoint) {
+            match http1::exchange(conn, &parts, body, self.home(endpoint), true).await {
+                Ok(response) => return Ok(response.map(Either::Left)),
+                Err(ExchangeError::Stale(unsent)) => body = unsent,
+                Err(ExchangeError::Failed(error)) => return Err(error),
             }
         }
-        let mut sender = connect_http1(endpoint, false).await?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|_| UpstreamError::Protocol)?;
-        self.recycle(endpoint, sender);
-        Ok(response)
+        let conn = Connection::new(connect_tcp(endpoint).await?);
+        match http1::exchange(conn, &parts, body, self.home(endpoint), false).await {
+            Ok(response) => Ok(response.map(Either::Left)),
+            Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
+            Err(ExchangeError::Failed(error)) => Err(error),
+        }
+    }
+
+    fn home(self: &Rc<Self>, endpoint: SocketAddr) -> Home {
+        Home {
+            upstreams: Rc::clone(self),
+            endpoint,
+        }
     }
 
     async fn send_h2c(
@@ -142,29 +154,24 @@ impl Upstreams {
             .map_err(|_| UpstreamError::Protocol)
     }
 
-    fn take_idle(&self, endpoint: SocketAddr) -> Option<http1::SendRequest<RequestBody>> {
+    fn take_idle(&self, endpoint: SocketAddr) -> Option<Connection> {
         let mut pool = self.http1.borrow_mut();
         let idle = pool.get_mut(&endpoint)?;
-        while let Some(sender) = idle.pop() {
-            if sender.is_ready() && !sender.is_closed() {
-                return Some(sender);
+        while let Some(conn) = idle.pop() {
+            if conn.still_open() {
+                return Some(conn);
             }
         }
         None
     }
 
-    /// Returns `sender` to the pool once its response has been read to the end.
-    fn recycle(self: &Rc<Self>, endpoint: SocketAddr, mut sender: http1::SendRequest<RequestBody>) {
-        let pools = Rc::clone(self);
-        tokio::task::spawn_local(async move {
-            if sender.ready().await.is_ok() {
-                let mut pool = pools.http1.borrow_mut();
-                let idle = pool.entry(endpoint).or_default();
-                if idle.len() < MAX_IDLE_PER_ENDPOINT {
-                    idle.push(sender);
-                }
-            }
-        });
+    /// Takes back a connection whose exchange ended cleanly.
+    fn give_back(&self, endpoint: SocketAddr, conn: Connection) {
+        let mut pool = self.http1.borrow_mut();
+        let idle = pool.entry(endpoint).or_default();
+        if idle.len() < MAX_IDLE_PER_ENDPOINT {
+            idle.push(conn);
+        }
     }
 
     /// Drops every idle connection (on drain).
@@ -174,23 +181,19 @@ impl Upstreams {
     }
 }
 
-/// A new HTTP/1.1 connection to `endpoint`, driven by its own task (which ends
-/// when the connection closes; errors surface on the request side).
-async fn connect_http1(
+/// A new HTTP/1.1 connection to `endpoint` that allows an upgrade, driven by its
+/// own task (which ends when the connection closes; errors surface on the request
+/// side).
+async fn connect_upgradable(
     endpoint: SocketAddr,
-    upgrades: bool,
-) -> Result<http1::SendRequest<RequestBody>, UpstreamError> {
+) -> Result<hyper_http1::SendRequest<RequestBody>, UpstreamError> {
     let stream = connect_tcp(endpoint).await?;
-    let (sender, connection) = http1::Builder::new()
+    let (sender, connection) = hyper_http1::Builder::new()
         .handshake(TokioIo::new(stream))
         .await
         .map_err(|_| UpstreamError::Connect)?;
     tokio::task::spawn_local(async move {
-        let _ = if upgrades {
-            connection.with_upgrades().await
-        } else {
-            connection.await
-        };
+        let _ = connection.with_upgrades().await;
     });
     Ok(sender)
 }

@@ -1,0 +1,448 @@
+//! HTTP/1.1 exchanges with a backend, driven by the request's own task: the head
+//! (and a small body) leaves in one write, the response head is parsed from the
+//! connection's read buffer, and the response body is read by [`ResponseBody`] as
+//! the client side polls it. No connection task, no channel between the two: the
+//! request path costs two reads and writes on the wire and little else.
+//!
+//! A connection goes back to its worker's pool the moment its response body has
+//! been read to the end (before the last frame is handed on), so keep-alive reuse
+//! never waits for the client. A streamed request body is written while the
+//! response head is awaited, so a backend that answers early (a `413`) is heard.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker, ready};
+
+use bytes::{Bytes, BytesMut};
+use http::request::Parts;
+use http::{HeaderMap, Method, Response};
+use http_body_util::{BodyExt, Either};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::wire::{
+    Chunk, ChunkedDecoder, RequestFraming, ResponseFraming, ResponseHead, encode_chunk_start,
+    encode_last_chunk, encode_request_head, parse_response_head,
+};
+use super::{RequestBody, UpstreamError, Upstreams};
+use crate::worker::body::{BoxError, CountedBody};
+
+/// Bytes reserved for each read from a backend.
+const READ_SIZE: usize = 16 * 1024;
+/// A buffered request body up to this size goes out in the same write as the head.
+const COALESCE_BODY: usize = 16 * 1024;
+
+/// An HTTP/1.1 connection to a backend, idle or in use.
+pub(crate) struct Connection {
+    stream: TcpStream,
+    read_buf: BytesMut,
+}
+
+/// The pool a connection returns to once its exchange is over.
+pub(crate) struct Home {
+    pub(crate) upstreams: Rc<Upstreams>,
+    pub(crate) endpoint: SocketAddr,
+}
+
+/// Why an exchange produced no response.
+pub(crate) enum ExchangeError {
+    /// A reused connection turned out closed before the backend could have acted on
+    /// the request; here is the body back, to send on a new connection.
+    Stale(RequestBody),
+    /// The exchange failed; the request is spent.
+    Failed(UpstreamError),
+}
+
+impl Connection {
+    pub(crate) fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            read_buf: BytesMut::new(),
+        }
+    }
+
+    /// Whether an idle connection can still carry a request: nothing arrived on it
+    /// since its last exchange (no close, no stray bytes). Costs no syscall unless
+    /// the socket was marked readable.
+    pub(crate) fn still_open(&self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.stream.poll_read_ready(&mut cx) {
+            Poll::Pending => true,
+            Poll::Ready(Err(_)) => false,
+            Poll::Ready(Ok(())) => {
+                let mut probe = [0u8; 1];
+                matches!(self.stream.try_read(&mut probe),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock)
+            }
+        }
+    }
+
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.read_buf.capacity() - self.read_buf.len() < READ_SIZE / 4 {
+            self.read_buf.reserve(READ_SIZE);
+        }
+        pin!(self.stream.read_buf(&mut self.read_buf)).poll(cx)
+    }
+
+    async fn fill(&mut self) -> io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_fill(cx)).await
+    }
+}
+
+/// The request body as it goes out.
+enum Outgoing {
+    /// Known in full (possibly empty); kept so a stale connection can hand it back.
+    Buffered(Bytes),
+    /// Read from the client while it is sent.
+    Streamed(CountedBody),
+}
+
+/// Sends one request on `conn` and returns the response with its body still on the
+/// connection. `reused` says whether `conn` came from the pool (only then can it be
+/// found stale).
+pub(crate) async fn exchange(
+    mut conn: Connection,
+    parts: &Parts,
+    body: RequestBody,
+    home: Home,
+    reused: bool,
+) -> Result<Response<ResponseBody>, ExchangeError> {
+    let (outgoing, framing) = outgoing(body, parts).await;
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |target| target.as_str());
+    let mut out = Vec::with_capacity(512);
+    encode_request_head(&mut out, &parts.method, target, &parts.headers, framing);
+    let head = match outgoing {
+        Outgoing::Buffered(bytes) => {
+            let coalesced = bytes.len() <= COALESCE_BODY;
+            if coalesced {
+                out.extend_from_slice(&bytes);
+            }
+            let mut written = conn.stream.write_all(&out).await;
+            if written.is_ok() && !coalesced {
+                written = conn.stream.write_all(&bytes).await;
+            }
+            let stale = |conn: &Connection| {
+                reused && conn.read_buf.is_empty() && is_idempotent(&parts.method)
+            };
+            if written.is_err() {
+                return Err(if reused {
+                    ExchangeError::Stale(Either::Right(bytes.into()))
+                } else {
+                    ExchangeError::Failed(UpstreamError::Protocol)
+                });
+            }
+            match read_head(&mut conn, &parts.method).await {
+                Ok(head) => head,
+                Err(_) if stale(&conn) => {
+                    return Err(ExchangeError::Stale(Either::Right(bytes.into())));
+                }
+                Err(error) => return Err(ExchangeError::Failed(error)),
+            }
+        }
+        Outgoing::Streamed(body) => {
+            if conn.stream.write_all(&out).await.is_err() {
+                return Err(if reused {
+                    ExchangeError::Stale(Either::Left(body))
+                } else {
+                    ExchangeError::Failed(UpstreamError::Protocol)
+                });
+            }
+            streamed_exchange(&mut conn, body, framing, &parts.method)
+                .await
+                .map_err(ExchangeError::Failed)?
+        }
+    };
+    Ok(ResponseBody::start(conn, head, home))
+}
+
+/// The body to send and its framing on the wire. A body that has already ended is
+/// sent buffered (empty bodies included); `Content-Length: 0` is written when the
+/// method expects a body or the client sent one.
+async fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming) {
+    let bytes = match body {
+        Either::Right(full) => full.collect().await.map(|all| all.to_bytes()),
+        Either::Left(streamed) if streamed.is_end_stream() => Ok(Bytes::new()),
+        Either::Left(streamed) => {
+            let framing = match streamed.size_hint().exact() {
+                Some(length) => RequestFraming::Length(length),
+                None => RequestFraming::Chunked,
+            };
+            return (Outgoing::Streamed(streamed), framing);
+        }
+    };
+    let bytes = bytes.unwrap_or_else(|never| match never {});
+    let announce = !bytes.is_empty()
+        || parts.headers.contains_key(http::header::CONTENT_LENGTH)
+        || matches!(parts.method, Method::POST | Method::PUT | Method::PATCH);
+    let framing = if announce {
+        RequestFraming::Length(bytes.len() as u64)
+    } else {
+        RequestFraming::None
+    };
+    (Outgoing::Buffered(bytes), framing)
+}
+
+/// Writes a streamed body while waiting for the response head, so an early answer
+/// is taken as soon as it comes (the connection is then not reused).
+async fn streamed_exchange(
+    conn: &mut Connection,
+    body: CountedBody,
+    framing: RequestFraming,
+    method: &Method,
+) -> Result<ResponseHead, UpstreamError> {
+    let Connection { stream, read_buf } = conn;
+    let (mut reader, mut writer) = stream.split();
+    let send = pin!(send_body(&mut writer, body, framing));
+    let read = pin!(async {
+        loop {
+            if let Some(head) =
+                parse_response_head(read_buf, method).map_err(|_| UpstreamError::Protocol)?
+            {
+                return Ok::<_, UpstreamError>(head);
+            }
+            read_buf.reserve(READ_SIZE);
+            match reader.read_buf(read_buf).await {
+                Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
+                Ok(_) => {}
+            }
+        }
+    });
+    let mut send = send;
+    let mut read = read;
+    tokio::select! {
+        sent = &mut send => match sent {
+            Ok(()) => read.await,
+            // The backend stopped reading: it may still have answered.
+            Err(SendError::Backend) => read.await.map(|mut head| {
+                head.keep_alive = false;
+                head
+            }),
+            Err(SendError::Client) => Err(UpstreamError::Protocol),
+        },
+        head = &mut read => head.map(|mut head| {
+            head.keep_alive = false;
+            head
+        }),
+    }
+}
+
+enum SendError {
+    /// The client's body broke or did not match its declared length.
+    Client,
+    /// Writing to the backend failed.
+    Backend,
+}
+
+async fn send_body<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    mut body: CountedBody,
+    framing: RequestFraming,
+) -> Result<(), SendError> {
+    let chunked = framing == RequestFraming::Chunked;
+    let declared = match framing {
+        RequestFraming::Length(length) => Some(length),
+        _ => None,
+    };
+    let mut sent = 0u64;
+    let mut trailers: Option<HeaderMap> = None;
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| SendError::Client)?;
+        let data = match frame.into_data() {
+            Ok(data) => data,
+            Err(frame) => {
+                if let Ok(map) = frame.into_trailers() {
+                    trailers.get_or_insert_with(HeaderMap::new).extend(map);
+                }
+                continue;
+            }
+        };
+        if data.is_empty() {
+            continue;
+        }
+        sent += data.len() as u64;
+        if declared.is_some_and(|declared| sent > declared) {
+            return Err(SendError::Client);
+        }
+        if chunked {
+            out.clear();
+            encode_chunk_start(&mut out, data.len());
+            out.extend_from_slice(&data);
+            out.extend_from_slice(b"\r\n");
+            writer.write_all(&out).await
+        } else {
+            writer.write_all(&data).await
+        }
+        .map_err(|_| SendError::Backend)?;
+    }
+    if declared.is_some_and(|declared| sent != declared) {
+        return Err(SendError::Client);
+    }
+    if chunked {
+        out.clear();
+        encode_last_chunk(&mut out, trailers.as_ref());
+        writer
+            .write_all(&out)
+            .await
+            .map_err(|_| SendError::Backend)?;
+    }
+    Ok(())
+}
+
+async fn read_head(conn: &mut Connection, method: &Method) -> Result<ResponseHead, UpstreamError> {
+    loop {
+        if let Some(head) =
+            parse_response_head(&mut conn.read_buf, method).map_err(|_| UpstreamError::Protocol)?
+        {
+            return Ok(head);
+        }
+        match conn.fill().await {
+            Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// RFC 9110 §9.2.2: a request that can be sent twice with the effect of once.
+fn is_idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    )
+}
+
+enum BodyState {
+    Length(u64),
+    Chunked(ChunkedDecoder),
+    UntilClose,
+    Done,
+}
+
+/// A response body read off its connection as it is polled; the connection goes
+/// back to the pool when the body ends cleanly and the response allowed it.
+pub(crate) struct ResponseBody {
+    conn: Option<Connection>,
+    state: BodyState,
+    keep_alive: bool,
+    home: Option<Home>,
+}
+
+impl ResponseBody {
+    fn start(conn: Connection, head: ResponseHead, home: Home) -> Response<Self> {
+        let state = match head.framing {
+            ResponseFraming::Empty | ResponseFraming::Length(0) => BodyState::Done,
+            ResponseFraming::Length(length) => BodyState::Length(length),
+            ResponseFraming::Chunked => BodyState::Chunked(ChunkedDecoder::default()),
+            ResponseFraming::UntilClose => BodyState::UntilClose,
+        };
+        let mut body = Self {
+            conn: Some(conn),
+            state,
+            keep_alive: head.keep_alive,
+            home: Some(home),
+        };
+        if matches!(body.state, BodyState::Done) {
+            body.release();
+        }
+        head.response.map(|()| body)
+    }
+
+    /// The body is over: the connection goes home if it is clean, else closes.
+    fn release(&mut self) {
+        self.state = BodyState::Done;
+        let (Some(conn), Some(home)) = (self.conn.take(), self.home.take()) else {
+            return;
+        };
+        if self.keep_alive && conn.read_buf.is_empty() {
+            home.upstreams.give_back(home.endpoint, conn);
+        }
+    }
+
+    fn fail(&mut self, error: impl Into<BoxError>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.conn = None;
+        self.state = BodyState::Done;
+        Poll::Ready(Some(Err(error.into())))
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        loop {
+            let Some(conn) = this.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match &mut this.state {
+                BodyState::Done => {
+                    this.release();
+                    return Poll::Ready(None);
+                }
+                BodyState::Length(remaining) if !conn.read_buf.is_empty() => {
+                    let take = usize::try_from(*remaining)
+                        .map_or(conn.read_buf.len(), |r| r.min(conn.read_buf.len()));
+                    let data = conn.read_buf.split_to(take).freeze();
+                    *remaining -= take as u64;
+                    if *remaining == 0 {
+                        this.release();
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                BodyState::Chunked(decoder) => match decoder.decode(&mut conn.read_buf) {
+                    Ok(Chunk::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                    Ok(Chunk::Trailers(trailers)) => {
+                        this.release();
+                        return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                    }
+                    Ok(Chunk::End) => {
+                        this.release();
+                        return Poll::Ready(None);
+                    }
+                    Ok(Chunk::Incomplete) => {}
+                    Err(error) => return this.fail(error),
+                },
+                BodyState::UntilClose if !conn.read_buf.is_empty() => {
+                    let data = conn.read_buf.split().freeze();
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                BodyState::Length(_) | BodyState::UntilClose => {}
+            }
+            match ready!(conn.poll_fill(cx)) {
+                Ok(0) if matches!(this.state, BodyState::UntilClose) => {
+                    this.conn = None;
+                    this.state = BodyState::Done;
+                    return Poll::Ready(None);
+                }
+                Ok(0) => {
+                    return this.fail("the backend closed the connection before the body ended");
+                }
+                Ok(_) => {}
+                Err(error) => return this.fail(error),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.state, BodyState::Done)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.state {
+            BodyState::Length(remaining) => SizeHint::with_exact(remaining),
+            BodyState::Done => SizeHint::with_exact(0),
+            BodyState::Chunked(_) | BodyState::UntilClose => SizeHint::default(),
+        }
+    }
+}
