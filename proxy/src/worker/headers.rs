@@ -6,12 +6,13 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Uri, Version};
 
 /// Headers that describe one hop, never forwarded in either direction (`TE` is
 /// handled apart: `te: trailers` is end-to-end in practice, gRPC needs it).
-const HOP_BY_HOP: [&str; 6] = [
+pub(crate) const HOP_BY_HOP: [&str; 6] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -116,6 +117,9 @@ pub(crate) struct Hop<'a> {
     pub(crate) scheme: &'static str,
     /// The host the request was routed on.
     pub(crate) host: &'a str,
+    /// The same as a header value, when the request had one (shared, not copied,
+    /// into `X-Forwarded-Host`).
+    pub(crate) host_value: Option<&'a HeaderValue>,
 }
 
 impl Forwarding {
@@ -127,43 +131,48 @@ impl Forwarding {
     ///   dropped, then this hop's `for`, `proto` and `host` appended.
     pub(crate) fn apply(self, headers: &mut HeaderMap, hop: &Hop<'_>) {
         let trusted = self.trusted_hops > 0;
-        let mut text = String::with_capacity(64);
-        append_values(&mut text, headers, &X_FORWARDED_FOR);
-        if !text.is_empty() {
-            text.push_str(", ");
+        let mut chain = String::with_capacity(64);
+        append_values(&mut chain, headers, &X_FORWARDED_FOR);
+        if !chain.is_empty() {
+            chain.push_str(", ");
         }
-        push_ip(&mut text, hop.peer.ip());
-        insert_text(headers, X_FORWARDED_FOR, &text);
+        push_ip(&mut chain, hop.peer.ip());
+        insert_text(headers, X_FORWARDED_FOR, chain);
         if !trusted || !headers.contains_key(&X_FORWARDED_PROTO) {
             headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(hop.scheme));
         }
         if (!trusted || !headers.contains_key(&X_FORWARDED_HOST)) && !hop.host.is_empty() {
-            insert_text(headers, X_FORWARDED_HOST, hop.host);
+            match hop.host_value {
+                Some(value) => {
+                    headers.insert(X_FORWARDED_HOST, value.clone());
+                }
+                None => insert_text(headers, X_FORWARDED_HOST, hop.host.to_owned()),
+            }
         }
-        text.clear();
+        let mut elements = String::with_capacity(64);
         if trusted {
-            append_values(&mut text, headers, &header::FORWARDED);
-            if !text.is_empty() {
-                text.push_str(", ");
+            append_values(&mut elements, headers, &header::FORWARDED);
+            if !elements.is_empty() {
+                elements.push_str(", ");
             }
         }
-        text.push_str("for=");
+        elements.push_str("for=");
         match hop.peer.ip() {
-            ip @ IpAddr::V4(_) => push_ip(&mut text, ip),
+            ip @ IpAddr::V4(_) => push_ip(&mut elements, ip),
             ip @ IpAddr::V6(_) => {
-                text.push_str("\"[");
-                push_ip(&mut text, ip);
-                text.push_str("]\"");
+                elements.push_str("\"[");
+                push_ip(&mut elements, ip);
+                elements.push_str("]\"");
             }
         }
-        text.push_str(";proto=");
-        text.push_str(hop.scheme);
+        elements.push_str(";proto=");
+        elements.push_str(hop.scheme);
         if !hop.host.is_empty() && hop.host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
-            text.push_str(";host=\"");
-            text.push_str(hop.host);
-            text.push('"');
+            elements.push_str(";host=\"");
+            elements.push_str(hop.host);
+            elements.push('"');
         }
-        insert_text(headers, header::FORWARDED, &text);
+        insert_text(headers, header::FORWARDED, elements);
     }
 
     /// The client's address as far as it can be believed: the peer, or with trusted
@@ -232,8 +241,10 @@ pub(crate) fn push_ip(text: &mut String, ip: IpAddr) {
     }
 }
 
-fn insert_text(headers: &mut HeaderMap, name: HeaderName, text: &str) {
-    if let Ok(value) = HeaderValue::from_str(text) {
+/// Inserts `text` as the value of `name` (moved into the value, not copied), unless
+/// it is not a valid header value.
+fn insert_text(headers: &mut HeaderMap, name: HeaderName, text: String) {
+    if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(text)) {
         headers.insert(name, value);
     }
 }

@@ -350,12 +350,15 @@ impl Worker {
         strip_hop_by_hop(&mut headers);
         // The backend sees exactly the host the request was routed on (one value,
         // the absolute-form authority when there was one), before any filter edits.
-        headers.remove(header::HOST);
-        if !host.is_empty() {
+        // Routed on the one `Host` value (or on none, for HTTP/1.0), the headers
+        // already say so; only an authority in the target replaces `Host`.
+        if parts.uri.authority().is_some() {
+            headers.remove(header::HOST);
             if let Ok(value) = HeaderValue::from_str(&host) {
                 headers.insert(header::HOST, value);
             }
         }
+        let host_value = headers.get(header::HOST).cloned();
         if let Some(modifier) = &filters.request_headers {
             apply_header_modifier(modifier, &mut headers);
         }
@@ -380,6 +383,7 @@ impl Worker {
                 peer: info.peer,
                 scheme: info.scheme(),
                 host: &host,
+                host_value: host_value.as_ref(),
             },
         );
         let upstream_host = headers

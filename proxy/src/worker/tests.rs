@@ -49,6 +49,7 @@ fn hop(peer: &str) -> Hop<'static> {
         peer: peer.parse().unwrap(),
         scheme: "https",
         host: "a.example",
+        host_value: None,
     }
 }
 

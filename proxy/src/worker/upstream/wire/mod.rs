@@ -12,6 +12,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Response, StatusCode, Version};
 
+use crate::worker::headers::HOP_BY_HOP;
+
 /// Largest response head (or trailer section) accepted.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// Most header fields accepted in a response head or trailer section.
@@ -185,93 +187,136 @@ pub(crate) fn parse_response_head(
             })
             .collect();
         let head = buf.split_to(len).freeze();
+        let mut facts = ConnectionFacts::default();
         let mut headers = HeaderMap::with_capacity(spans.len());
         for &(name, name_len, value, value_len) in &spans {
-            let name = HeaderName::from_bytes(&head[name..name + name_len])
-                .map_err(|_| WireError::Malformed)?;
+            let name = &head[name..name + name_len];
+            if facts.observe(name, &head[value..value + value_len])? {
+                continue;
+            }
+            let name = HeaderName::from_bytes(name).map_err(|_| WireError::Malformed)?;
             let value = HeaderValue::from_maybe_shared(head.slice(value..value + value_len))
                 .map_err(|_| WireError::Malformed)?;
             headers.append(name, value);
         }
-        return finish_head(status, version, headers, method).map(Some);
+        return Ok(Some(facts.finish(status, version, headers, method)));
     }
 }
 
-fn finish_head(
-    status: StatusCode,
-    version: Version,
-    mut headers: HeaderMap,
-    method: &Method,
-) -> Result<ResponseHead, WireError> {
-    let framing = if *method == Method::HEAD
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED
-    {
-        ResponseFraming::Empty
-    } else if headers.contains_key(header::TRANSFER_ENCODING) {
-        // Transfer-Encoding overrides Content-Length, which must then go (§6.3).
-        headers.remove(header::CONTENT_LENGTH);
-        if last_coding_is_chunked(&headers) {
-            ResponseFraming::Chunked
+/// What the fields of a response head say about the connection and the body's
+/// framing. Those fields describe this hop only, so they are taken out of the head
+/// as it is parsed (RFC 9110 §7.6.1): `Connection`, the fields it names,
+/// `Keep-Alive`, `Proxy-Connection`, `Trailer`, `Upgrade` and `Transfer-Encoding`.
+#[derive(Default)]
+struct ConnectionFacts {
+    /// The one length every `Content-Length` value agrees on.
+    length: Option<u64>,
+    transfer_encoding: bool,
+    /// The last transfer coding is `chunked`.
+    chunked: bool,
+    /// `Connection: close`.
+    close: bool,
+    /// Other fields `Connection` names (rare), dropped once the head is built.
+    named: Vec<String>,
+}
+
+impl ConnectionFacts {
+    /// Notes one field; `true` when it describes the connection and is dropped.
+    fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<bool, WireError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            self.add_length(value)?;
+            return Ok(false);
+        }
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.transfer_encoding = true;
+            self.chunked = tokens(value)
+                .next_back()
+                .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
+            return Ok(true);
+        }
+        if name.eq_ignore_ascii_case(b"connection") {
+            for token in tokens(value) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    self.close = true;
+                } else if !token.eq_ignore_ascii_case(b"keep-alive") {
+                    self.named
+                        .push(String::from_utf8_lossy(token).to_ascii_lowercase());
+                }
+            }
+            return Ok(true);
+        }
+        Ok(HOP_BY_HOP
+            .iter()
+            .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes())))
+    }
+
+    fn add_length(&mut self, value: &[u8]) -> Result<(), WireError> {
+        for item in value.split(|&b| b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
+                return Err(WireError::BadLength);
+            }
+            let parsed = item
+                .iter()
+                .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
+            if self.length.is_some_and(|seen| seen != parsed) {
+                return Err(WireError::BadLength);
+            }
+            self.length = Some(parsed);
+        }
+        Ok(())
+    }
+
+    /// The head, with its framing (RFC 9112 §6.3) and whether the connection may be
+    /// reused after it.
+    fn finish(
+        self,
+        status: StatusCode,
+        version: Version,
+        mut headers: HeaderMap,
+        method: &Method,
+    ) -> ResponseHead {
+        for name in &self.named {
+            headers.remove(name.as_str());
+        }
+        let framing = if *method == Method::HEAD
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED
+        {
+            ResponseFraming::Empty
+        } else if self.transfer_encoding {
+            // Transfer-Encoding overrides Content-Length, which must then go.
+            headers.remove(header::CONTENT_LENGTH);
+            if self.chunked {
+                ResponseFraming::Chunked
+            } else {
+                ResponseFraming::UntilClose
+            }
+        } else if let Some(length) = self.length {
+            ResponseFraming::Length(length)
         } else {
             ResponseFraming::UntilClose
-        }
-    } else if let Some(length) = content_length(&headers)? {
-        ResponseFraming::Length(length)
-    } else {
-        ResponseFraming::UntilClose
-    };
-    let keep_alive = version == Version::HTTP_11
-        && framing != ResponseFraming::UntilClose
-        && !has_token(&headers, header::CONNECTION, "close");
-    let mut response = Response::new(());
-    *response.status_mut() = status;
-    *response.version_mut() = version;
-    *response.headers_mut() = headers;
-    Ok(ResponseHead {
-        response,
-        framing,
-        keep_alive,
-    })
-}
-
-/// The one length all `Content-Length` values agree on, if there is any.
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, WireError> {
-    let mut length = None;
-    for value in headers.get_all(header::CONTENT_LENGTH) {
-        let text = value.to_str().map_err(|_| WireError::BadLength)?;
-        for item in text.split(',') {
-            let item = item.trim();
-            if item.is_empty() || !item.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(WireError::BadLength);
-            }
-            let parsed: u64 = item.parse().map_err(|_| WireError::BadLength)?;
-            if length.is_some_and(|seen| seen != parsed) {
-                return Err(WireError::BadLength);
-            }
-            length = Some(parsed);
+        };
+        let keep_alive =
+            version == Version::HTTP_11 && framing != ResponseFraming::UntilClose && !self.close;
+        let mut response = Response::new(());
+        *response.status_mut() = status;
+        *response.version_mut() = version;
+        *response.headers_mut() = headers;
+        ResponseHead {
+            response,
+            framing,
+            keep_alive,
         }
     }
-    Ok(length)
 }
 
-fn last_coding_is_chunked(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::TRANSFER_ENCODING)
-        .iter()
-        .next_back()
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.rsplit(',').next())
-        .is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"))
-}
-
-fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|item| item.trim().eq_ignore_ascii_case(token))
+/// The comma-separated items of a field value, trimmed, empty ones skipped.
+fn tokens(value: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .filter(|token| !token.is_empty())
 }
 
 /// One step of a chunked body.

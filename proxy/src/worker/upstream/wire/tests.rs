@@ -258,3 +258,30 @@ fn bad_chunks_are_errors() {
         WireError::Malformed
     );
 }
+
+#[test]
+fn fields_of_the_hop_are_taken_out_of_the_head() {
+    let head = parse(
+        b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, X-Hop\r\nKeep-Alive: timeout=5\r\nX-Hop: 1\r\n\
+          Trailer: x-sum\r\nUpgrade: h2c\r\nProxy-Connection: close\r\nX-End: kept\r\nContent-Length: 0\r\n\r\n",
+        &Method::GET,
+    )
+    .unwrap()
+    .unwrap();
+    let mut names: Vec<&str> = head.response.headers().keys().map(|n| n.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["content-length", "x-end"]);
+    assert!(head.keep_alive);
+    let closing = parse(
+        b"HTTP/1.1 200 OK\r\nCONNECTION: Close\r\ncontent-length: 0\r\n\r\n",
+        &Method::GET,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(!closing.keep_alive);
+    assert_eq!(
+        closing.response.headers().len(),
+        1,
+        "only content-length is left"
+    );
+}
