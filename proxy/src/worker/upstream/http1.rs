@@ -31,8 +31,11 @@ use super::wire::{
 use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 
-/// Bytes reserved for each read from a backend.
-const READ_SIZE: usize = 16 * 1024;
+/// Bytes reserved for the first read of an exchange: a response head and a small
+/// body fit, and a small buffer stays in cache.
+const FIRST_READ: usize = 4 * 1024;
+/// The most reserved for one read, reached by doubling while reads fill the buffer.
+const MAX_READ: usize = 64 * 1024;
 /// A buffered request body up to this size goes out in the same write as the head.
 const COALESCE_BODY: usize = 16 * 1024;
 
@@ -40,6 +43,8 @@ const COALESCE_BODY: usize = 16 * 1024;
 pub(crate) struct Connection {
     stream: TcpStream,
     read_buf: BytesMut,
+    /// Bytes to reserve for the next read.
+    next_read: usize,
 }
 
 /// The pool a connection returns to once its exchange is over.
@@ -62,6 +67,7 @@ impl Connection {
         Self {
             stream,
             read_buf: BytesMut::new(),
+            next_read: FIRST_READ,
         }
     }
 
@@ -82,10 +88,22 @@ impl Connection {
     }
 
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.read_buf.capacity() - self.read_buf.len() < READ_SIZE / 4 {
-            self.read_buf.reserve(READ_SIZE);
+        if self.read_buf.capacity() - self.read_buf.len() < self.next_read / 4 {
+            self.read_buf.reserve(self.next_read);
         }
-        pin!(self.stream.read_buf(&mut self.read_buf)).poll(cx)
+        let spare = self.read_buf.capacity() - self.read_buf.len();
+        let read = ready!(pin!(self.stream.read_buf(&mut self.read_buf)).poll(cx));
+        if matches!(read, Ok(n) if n == spare) {
+            self.next_read = (self.next_read * 2).min(MAX_READ);
+        }
+        Poll::Ready(read)
+    }
+
+    /// Lets go of the read buffer between exchanges (an idle connection keeps no
+    /// buffer, and the next exchange starts on a small, recently freed one).
+    fn idle(&mut self) {
+        self.read_buf = BytesMut::new();
+        self.next_read = FIRST_READ;
     }
 
     async fn fill(&mut self) -> io::Result<usize> {
@@ -197,7 +215,9 @@ async fn streamed_exchange(
     framing: RequestFraming,
     method: &Method,
 ) -> Result<ResponseHead, UpstreamError> {
-    let Connection { stream, read_buf } = conn;
+    let Connection {
+        stream, read_buf, ..
+    } = conn;
     let (mut reader, mut writer) = stream.split();
     let send = pin!(send_body(&mut writer, body, framing));
     let read = pin!(async {
@@ -207,7 +227,7 @@ async fn streamed_exchange(
             {
                 return Ok::<_, UpstreamError>(head);
             }
-            read_buf.reserve(READ_SIZE);
+            read_buf.reserve(FIRST_READ);
             match reader.read_buf(read_buf).await {
                 Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
                 Ok(_) => {}
@@ -357,10 +377,11 @@ impl ResponseBody {
     /// The body is over: the connection goes home if it is clean, else closes.
     fn release(&mut self) {
         self.state = BodyState::Done;
-        let (Some(conn), Some(home)) = (self.conn.take(), self.home.take()) else {
+        let (Some(mut conn), Some(home)) = (self.conn.take(), self.home.take()) else {
             return;
         };
         if self.keep_alive && conn.read_buf.is_empty() {
+            conn.idle();
             home.upstreams.give_back(home.endpoint, conn);
         }
     }
