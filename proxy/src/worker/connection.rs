@@ -128,10 +128,15 @@ where
         return;
     }
     let info = Rc::new(info);
+    // The request future is boxed: hyper moves it (into its HTTP/1 dispatcher, into
+    // a task per HTTP/2 stream), and moving a pointer is cheaper than moving the
+    // whole future.
     let service = service_fn(move |request| {
         let worker = Rc::clone(&worker);
         let info = Rc::clone(&info);
-        async move { Ok::<_, std::convert::Infallible>(worker.handle(request, &info).await) }
+        Box::pin(
+            async move { Ok::<_, std::convert::Infallible>(worker.handle(request, &info).await) },
+        )
     });
     let mut builder = auto::Builder::new(LocalExec);
     builder

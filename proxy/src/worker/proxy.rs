@@ -405,14 +405,16 @@ impl Worker {
         let mut response = match (upgrade, client_upgrade) {
             (Some(protocol), Some(client_upgrade)) => {
                 let backend = rule.backends().pick(self.next_random());
-                self.forward_upgrade(backend, head, protocol, client_upgrade, record)
+                // Boxed, like every path off the common one, to keep this future
+                // (moved whole into each request's task) small.
+                Box::pin(self.forward_upgrade(backend, head, protocol, client_upgrade, record))
                     .await
             }
             _ => {
                 let body = CountedBody::new(body, Rc::clone(&record.request_bytes));
                 let replay = rule.retry().is_some() || !filters.mirrors.is_empty();
                 let body = if replay {
-                    buffer_body(body).await
+                    Box::pin(buffer_body(body)).await
                 } else {
                     Ok(Either::Left(body))
                 };

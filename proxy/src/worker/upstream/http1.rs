@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker, ready};
 use bytes::{Bytes, BytesMut};
 use http::request::Parts;
 use http::{HeaderMap, Method, Response};
-use http_body_util::{BodyExt, Either};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -129,7 +129,7 @@ pub(crate) async fn exchange(
     home: Home,
     reused: bool,
 ) -> Result<Response<ResponseBody>, ExchangeError> {
-    let (outgoing, framing) = outgoing(body, parts).await;
+    let (outgoing, framing) = outgoing(body, parts);
     let target = parts
         .uri
         .path_and_query()
@@ -172,7 +172,8 @@ pub(crate) async fn exchange(
                     ExchangeError::Failed(UpstreamError::Protocol)
                 });
             }
-            streamed_exchange(&mut conn, body, framing, &parts.method)
+            // Boxed: uploads are the rare case, and this keeps the common future small.
+            Box::pin(streamed_exchange(&mut conn, body, framing, &parts.method))
                 .await
                 .map_err(ExchangeError::Failed)?
         }
@@ -183,10 +184,10 @@ pub(crate) async fn exchange(
 /// The body to send and its framing on the wire. A body that has already ended is
 /// sent buffered (empty bodies included); `Content-Length: 0` is written when the
 /// method expects a body or the client sent one.
-async fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming) {
+fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming) {
     let bytes = match body {
-        Either::Right(full) => full.collect().await.map(|all| all.to_bytes()),
-        Either::Left(streamed) if streamed.is_end_stream() => Ok(Bytes::new()),
+        Either::Right(full) => full_bytes(full),
+        Either::Left(streamed) if streamed.is_end_stream() => Bytes::new(),
         Either::Left(streamed) => {
             let framing = match streamed.size_hint().exact() {
                 Some(length) => RequestFraming::Length(length),
@@ -195,7 +196,6 @@ async fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming
             return (Outgoing::Streamed(streamed), framing);
         }
     };
-    let bytes = bytes.unwrap_or_else(|never| match never {});
     let announce = !bytes.is_empty()
         || parts.headers.contains_key(http::header::CONTENT_LENGTH)
         || matches!(parts.method, Method::POST | Method::PUT | Method::PATCH);
@@ -205,6 +205,16 @@ async fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming
         RequestFraming::None
     };
     (Outgoing::Buffered(bytes), framing)
+}
+
+/// The bytes of a body held in full (they are ready at once: no waiting).
+fn full_bytes(mut full: Full<Bytes>) -> Bytes {
+    let mut cx = Context::from_waker(Waker::noop());
+    match Pin::new(&mut full).poll_frame(&mut cx) {
+        Poll::Ready(Some(Ok(frame))) => frame.into_data().unwrap_or_default(),
+        Poll::Ready(Some(Err(never))) => match never {},
+        Poll::Ready(None) | Poll::Pending => Bytes::new(),
+    }
 }
 
 /// Writes a streamed body while waiting for the response head, so an early answer

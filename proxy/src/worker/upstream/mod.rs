@@ -78,7 +78,10 @@ impl Upstreams {
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         match protocol {
             Protocol::Http1 => self.send_http1(endpoint, request).await,
-            Protocol::H2c => Ok(self.send_h2c(endpoint, request).await?.map(Either::Right)),
+            // Boxed to keep the common HTTP/1.1 future small.
+            Protocol::H2c => Ok(Box::pin(self.send_h2c(endpoint, request))
+                .await?
+                .map(Either::Right)),
         }
     }
 
