@@ -43,10 +43,10 @@ use super::connection::ConnectionInfo;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use crate::SnapshotCell;
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
+use crate::{Snapshot, SnapshotCell};
 
 /// Body of every answer: the upstream's, streamed, or a small local one.
 pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
@@ -89,6 +89,18 @@ struct UpstreamHead {
     /// Authority for HTTP/2 upstreams.
     host: String,
     headers: HeaderMap,
+}
+
+/// A request routed and rewritten, ready to be forwarded.
+struct Prepared<'s> {
+    rule: &'s culvert_router::rule::Rule,
+    head: UpstreamHead,
+    body: ClientBody,
+    /// The protocol an upgrade request asks for.
+    upgrade: Option<HeaderValue>,
+    /// CORS headers to add to the response.
+    cors_headers: Option<HeaderMap>,
+    grpc: bool,
 }
 
 /// How an attempt ended without a response.
@@ -262,26 +274,29 @@ impl Worker {
         Response::from_parts(parts, body)
     }
 
-    async fn respond(
-        self: &Rc<Self>,
+    /// Routes `request` on `snapshot` and rewrites it for the backend, or answers it
+    /// here (`Err`: 400, 404, 421, a redirect, a CORS preflight). Not async, so
+    /// nothing it handles takes room in the request's future.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the error is the local answer, built once per request; boxing it would add an allocation to every 404"
+    )]
+    fn prepare<'s>(
+        &self,
+        snapshot: &'s Snapshot,
         request: Request<ClientBody>,
-        client_upgrade: Option<ClientUpgrade>,
         info: &ConnectionInfo,
         record: &mut Record,
-    ) -> Response<ProxyBody> {
-        // One load per request; the `Arc` (not a guard) lives across the awaits below.
-        let Some(snapshot) = self.cell.load_full() else {
-            return local_answer(StatusCode::SERVICE_UNAVAILABLE);
-        };
+    ) -> Result<Prepared<'s>, Response<ProxyBody>> {
         let upgrade = upgrade_protocol(request.headers(), request.version());
         let (parts, body) = request.into_parts();
         let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
-            return local_answer(StatusCode::BAD_REQUEST);
+            return Err(local_answer(StatusCode::BAD_REQUEST));
         };
         record.host.clone_from(&host);
         let query = parts.uri.query();
         let Ok(path) = normalize_path(parts.uri.path()) else {
-            return local_answer(StatusCode::BAD_REQUEST);
+            return Err(local_answer(StatusCode::BAD_REQUEST));
         };
         let target = match query {
             Some(query) => format!("{path}?{query}"),
@@ -303,11 +318,11 @@ impl Worker {
             let by_sni = listener_for(&snapshot.table, info.bound, sni);
             let by_host = listener_for(&snapshot.table, info.bound, &host);
             if by_host.is_some() && by_host != by_sni {
-                return local_answer(StatusCode::MISDIRECTED_REQUEST);
+                return Err(local_answer(StatusCode::MISDIRECTED_REQUEST));
             }
         }
         let Ok(found) = snapshot.table.route(&view) else {
-            return local_answer(StatusCode::NOT_FOUND);
+            return Err(local_answer(StatusCode::NOT_FOUND));
         };
         record.route = snapshot.route_label(found.route);
         let rule = found.rule;
@@ -319,7 +334,7 @@ impl Worker {
                 answer
                     .headers_mut()
                     .extend(preflight_response(cors, &parts.headers));
-                return answer;
+                return Err(answer);
             }
         }
         if let Some(redirect) = &filters.redirect {
@@ -339,7 +354,7 @@ impl Worker {
             if let Ok(location) = HeaderValue::try_from(location) {
                 answer.headers_mut().insert(header::LOCATION, location);
             }
-            return answer;
+            return Err(answer);
         }
         let cors_headers = filters
             .cors
@@ -401,7 +416,39 @@ impl Worker {
             .table
             .route_info(found.route)
             .is_some_and(|route| route.kind == RouteKind::Grpc);
+        Ok(Prepared {
+            rule,
+            head,
+            body,
+            upgrade,
+            cors_headers,
+            grpc,
+        })
+    }
 
+    async fn respond(
+        self: &Rc<Self>,
+        request: Request<ClientBody>,
+        client_upgrade: Option<ClientUpgrade>,
+        info: &ConnectionInfo,
+        record: &mut Record,
+    ) -> Response<ProxyBody> {
+        // One load per request; the `Arc` (not a guard) lives across the awaits below.
+        let Some(snapshot) = self.cell.load_full() else {
+            return local_answer(StatusCode::SERVICE_UNAVAILABLE);
+        };
+        let Prepared {
+            rule,
+            head,
+            body,
+            upgrade,
+            cors_headers,
+            grpc,
+        } = match self.prepare(&snapshot, request, info, record) {
+            Ok(prepared) => prepared,
+            Err(answer) => return answer,
+        };
+        let filters = rule.filters();
         let mut response = match (upgrade, client_upgrade) {
             (Some(protocol), Some(client_upgrade)) => {
                 let backend = rule.backends().pick(self.next_random());
