@@ -1,27 +1,34 @@
 //! One accepted connection: a TLS handshake when its address terminates TLS (the
 //! certificate chosen by SNI, ALPN `h2` or `http/1.1`), then HTTP/1.1 or HTTP/2
-//! (by ALPN or the HTTP/2 preface, so h2c with prior knowledge works on clear-text
-//! listeners), with upgrades, served until the client closes or the worker drains.
+//! (by ALPN, else by the HTTP/2 preface, see [`super::sniff`], so h2c with prior
+//! knowledge works on clear-text listeners), with upgrades, served until the client
+//! closes or the worker drains.
 //!
 //! h2c by `Upgrade: h2c` is not offered: RFC 9113 deprecates it, and RFC 9110 lets a
 //! server ignore an `Upgrade` it does not take, so such a request is answered over
 //! HTTP/1.1. On drain, each connection is shut down gracefully: HTTP/1.1 closes after
 //! the response in flight, HTTP/2 sends GOAWAY and finishes its open streams.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::pin::{Pin, pin};
+
+use bytes::BytesMut;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::Worker;
+use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::OpenConnection;
 
 /// How long a client may take to send a request head.
@@ -98,7 +105,7 @@ pub(super) async fn serve(
         tunnel: false,
     };
     match server_config {
-        None => serve_http(worker, stream, info).await,
+        None => serve_http(worker, stream, info, None).await,
         // Boxed: a TLS session is several kilobytes, and keeping it out of line keeps
         // every clear-text connection's task small.
         Some(config) => Box::pin(serve_tls(worker, stream, info, config)).await,
@@ -115,45 +122,94 @@ async fn serve_tls(
     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
         return;
     };
-    info.tls = Some(stream.get_ref().1.server_name().map(Arc::from));
-    serve_http(worker, stream, info).await;
+    let session = stream.get_ref().1;
+    info.tls = Some(session.server_name().map(Arc::from));
+    let version = match session.alpn_protocol() {
+        Some(b"h2") => Some(HttpVersion::Http2),
+        Some(b"http/1.1") => Some(HttpVersion::Http1),
+        _ => None,
+    };
+    serve_http(worker, stream, info, version).await;
 }
 
-async fn serve_http<I>(worker: Rc<Worker>, io: I, info: ConnectionInfo)
-where
+/// Serves HTTP on `io` in `version`, or in the version its first bytes show.
+async fn serve_http<I>(
+    worker: Rc<Worker>,
+    mut io: I,
+    info: ConnectionInfo,
+    version: Option<HttpVersion>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let mut draining = worker.draining();
     if *draining.borrow_and_update() {
         return;
     }
+    let (version, prefix) = match version {
+        Some(version) => (version, BytesMut::new()),
+        None => {
+            let detected = tokio::select! {
+                detected = tokio::time::timeout(HEADER_READ_TIMEOUT, sniff::detect(&mut io)) => detected,
+                _ = draining.wait_for(|draining| *draining) => return,
+            };
+            match detected {
+                Ok(Ok(Some(found))) => found,
+                _ => return,
+            }
+        }
+    };
+    let io = TokioIo::new(Prefixed::new(prefix, io));
     let info = Rc::new(info);
-    // The request future is boxed: hyper moves it (into its HTTP/1 dispatcher, into
-    // a task per HTTP/2 stream), and moving a pointer is cheaper than moving the
-    // whole future.
-    let service = service_fn(move |request| {
-        let worker = Rc::clone(&worker);
-        let info = Rc::clone(&info);
-        Box::pin(
-            async move { Ok::<_, std::convert::Infallible>(worker.handle(request, &info).await) },
-        )
-    });
-    let mut builder = auto::Builder::new(LocalExec);
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    tokio::pin!(connection);
+    match version {
+        HttpVersion::Http1 => {
+            // HTTP/1 keeps the request future inline in its dispatcher.
+            let service = service_fn(move |request| {
+                let worker = Rc::clone(&worker);
+                let info = Rc::clone(&info);
+                async move { Ok::<_, Infallible>(worker.handle(request, &info).await) }
+            });
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .keep_alive(true)
+                .serve_connection(io, service)
+                .with_upgrades();
+            until_closed(pin!(connection), &mut draining, |connection| {
+                connection.graceful_shutdown();
+            })
+            .await;
+        }
+        HttpVersion::Http2 => {
+            // HTTP/2 moves each request future into a task of its own: boxed, a
+            // pointer is moved instead of the whole future.
+            let service = service_fn(move |request| {
+                let worker = Rc::clone(&worker);
+                let info = Rc::clone(&info);
+                Box::pin(async move { Ok::<_, Infallible>(worker.handle(request, &info).await) })
+            });
+            let connection = http2::Builder::new(LocalExec)
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+                .serve_connection(io, service);
+            until_closed(pin!(connection), &mut draining, |connection| {
+                connection.graceful_shutdown();
+            })
+            .await;
+        }
+    }
+}
+
+/// Drives `connection` until it ends; when the worker starts draining, asks it to
+/// shut down gracefully and lets it finish what is in flight.
+async fn until_closed<C: Future>(
+    mut connection: Pin<&mut C>,
+    draining: &mut watch::Receiver<bool>,
+    shutdown: impl FnOnce(Pin<&mut C>),
+) {
     tokio::select! {
         _ = connection.as_mut() => return,
         _ = draining.wait_for(|draining| *draining) => {}
     }
-    connection.as_mut().graceful_shutdown();
+    shutdown(connection.as_mut());
     let _ = connection.await;
 }

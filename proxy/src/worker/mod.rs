@@ -17,6 +17,7 @@ mod connection;
 mod headers;
 mod proxy;
 mod record;
+mod sniff;
 mod tunnel;
 mod upstream;
 
