@@ -88,8 +88,15 @@ pub(super) async fn serve(
     open: OpenConnection,
 ) {
     let _open = (worker.open_connection(), open);
-    let Ok(local) = stream.local_addr() else {
-        return;
+    // A socket bound to one address and port was accepted on exactly that: no need
+    // to ask the kernel (a syscall per connection).
+    let local = if bound.ip().is_unspecified() || bound.port() == 0 {
+        match stream.local_addr() {
+            Ok(local) => local,
+            Err(_) => return,
+        }
+    } else {
+        bound
     };
     let _ = stream.set_nodelay(true);
     let server_config = worker
