@@ -71,18 +71,26 @@ pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<
 /// Most messages carry none of them, so one pass over the names decides whether
 /// there is anything to do before any lookup by name.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let touched = headers
+    let present: Vec<HeaderName> = headers
         .keys()
-        .any(|name| *name == header::TE || HOP_BY_HOP.contains(&name.as_str()));
-    if !touched {
+        .filter(|name| **name == header::TE || HOP_BY_HOP.contains(&name.as_str()))
+        .cloned()
+        .collect();
+    if present.is_empty() {
         return;
     }
+    // Tokens `Connection` names (other than the usual `close` and `keep-alive`,
+    // which name no header).
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .map(str::trim)
+        .filter(|token| {
+            !token.eq_ignore_ascii_case("close") && !token.eq_ignore_ascii_case("keep-alive")
+        })
+        .filter_map(|token| HeaderName::from_bytes(token.as_bytes()).ok())
         .collect();
     let wants_trailers = headers
         .get_all(header::TE)
@@ -90,13 +98,9 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .any(|token| token.trim().eq_ignore_ascii_case("trailers"));
-    for name in &named {
+    for name in named.iter().chain(&present) {
         headers.remove(name);
     }
-    for name in HOP_BY_HOP {
-        headers.remove(name);
-    }
-    headers.remove(header::TE);
     if wants_trailers {
         headers.insert(header::TE, HeaderValue::from_static("trailers"));
     }
