@@ -98,7 +98,7 @@ pub(super) async fn serve(
     } else {
         bound
     };
-    let _ = stream.set_nodelay(true);
+    // TCP_NODELAY comes from the listening socket (see `bind_reuseport`).
     let server_config = worker
         .cell()
         .load()

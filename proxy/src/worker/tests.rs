@@ -183,3 +183,12 @@ fn the_routed_host_is_one_validated_value() {
         Some("")
     );
 }
+
+#[tokio::test]
+async fn accepted_sockets_inherit_nodelay_from_the_listener() {
+    let listener = super::bind_reuseport("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (accepted, _) = listener.accept().await.unwrap();
+    assert!(accepted.nodelay().unwrap());
+}
