@@ -25,6 +25,8 @@
 #   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls idle"
 #   FULL_PROCS=8       parallel `openssl s_time -new` clients for https-full
 #   PROXY_CPU=1 LOAD_CPU=0 BACKEND_CPU=$LOAD_CPU
+#   ROUNDS=1           repeat every load run this many times; the report shows the
+#                      median of each column (3 or more recommended on a shared VM)
 #   SKIP_BUILD=1       use the binaries already in $CARGO_TARGET_DIR/release
 #   CARGO_TARGET_DIR   default <repo>/target
 #   OUT                where the Markdown report is also written (default in the run dir)
@@ -44,6 +46,8 @@ TLS_RESUMPTION=${TLS_RESUMPTION:-on}
 SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
 SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls idle}
 FULL_PROCS=${FULL_PROCS:-8}
+ROUNDS=${ROUNDS:-1}
+ROUND=1
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
 BACKEND_CPU=${BACKEND_CPU:-$LOAD_CPU}
@@ -106,6 +110,44 @@ install_tools() {
 }
 
 have() { [[ " ${MISSING[*]} " != *" $1 "* ]]; }
+
+# Whether a system can run here (Culvert is built, the others are installed tools).
+runnable() { [[ $1 == direct || $1 == culvert ]] || have "$1"; }
+
+# Replaces the rows of repeated load runs in $RESULTS by one row per system and
+# scenario holding the median of each column (errors: the largest). Rows that are
+# not measurements (not run, failed, idle memory) are kept as they are.
+medians() {
+    awk -F'\t' -v OFS='\t' '
+        function median(list,    n, a, i, j, t) {
+            n = split(list, a, " ")
+            if (a[1] !~ /^[0-9.]+$/) return a[1]
+            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        BEGIN { split("- - %.1f %.3f %.3f %.1f %.0f %.1f", format, " ") }
+        NF != 9 { print; next }
+        {
+            key = $1 OFS $2
+            if (!(key in count)) order[++keys] = key
+            count[key]++
+            for (c = 3; c <= 8; c++) values[key, c] = values[key, c] " " $c
+            if (!(key in worst) || $9 + 0 > worst[key] + 0) worst[key] = $9
+        }
+        END {
+            for (k = 1; k <= keys; k++) {
+                key = order[k]
+                line = key
+                for (c = 3; c <= 8; c++) {
+                    v = median(values[key, c])
+                    line = line OFS (v ~ /^[0-9.]+$/ ? sprintf(format[c], v) : v)
+                }
+                print line, worst[key]
+            }
+        }' "$RESULTS" >"$RESULTS.median"
+    mv "$RESULTS" "$RESULTS.all"
+    mv "$RESULTS.median" "$RESULTS"
+}
 
 build() {
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
@@ -217,7 +259,7 @@ stop_proxy() {
 # to $RESULTS: system scenario req/s p50_ms p99_ms proxy_us/req proxy_cpu% backend_us/req errors
 measure() { # system scenario proxy_pid
     local system=$1 scenario=$2 ppid=$3 scheme=http port=$HTTP_PORT tool=wrk
-    local extra=() url out="$RUN_DIR/$system-$scenario.txt"
+    local extra=() url out="$RUN_DIR/$system-$scenario-$ROUND.txt"
     case $scenario in
     h1) ;;
     h1-close) extra=(-H 'Connection: close') ;;
@@ -368,7 +410,7 @@ report() {
     echo
     echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
     echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU"
-    echo "- runs: ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION"
+    echo "- runs: $ROUNDS round(s), systems interleaved per scenario, medians reported; ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION"
     echo "- load average (other work on the machine) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- versions: culvert $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- proxy router 2>/dev/null || echo '+dirty'), $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(haproxy -v 2>/dev/null | awk 'NR == 1 {print "HAProxy " $3}'), $(wrk -v 2>&1 | awk 'NR == 1 {print "wrk " $2}'), $(h2load --version 2>/dev/null | awk '{print $2}')"
     echo
@@ -462,37 +504,39 @@ main() {
     start_backend
     log "backend: $BACKEND (pid $BACKEND_PID), results in $RUN_DIR"
 
+    # Load runs interleave the systems scenario by scenario (a proxy is started for
+    # each run), so drift in what else the machine does spreads over all of them
+    # instead of landing on whichever system ran last.
     local system scenario
-    for system in $SYSTEMS; do
-        if [[ $system != direct ]] && ! have "$system" && [[ $system != culvert ]]; then
-            for scenario in $SCENARIOS; do
-                printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$system" >>"$RESULTS"
-            done
-            continue
-        fi
-        local throughput=()
+    for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
         for scenario in $SCENARIOS; do
             [[ $scenario == idle ]] && continue
-            # The backend speaks no TLS, so "direct" has no TLS rows.
-            [[ $system == direct && ($scenario == https* || $scenario == h2tls) ]] && continue
-            throughput+=("$scenario")
-        done
-        if ((${#throughput[@]})); then
-            local ppid=$BACKEND_PID
-            if [[ $system != direct ]]; then
-                start_proxy "$system"
-                ppid=$PROXY_PID
-            fi
-            for scenario in "${throughput[@]}"; do
-                measure "$system" "$scenario" "$ppid"
+            for system in $SYSTEMS; do
+                if ! runnable "$system"; then
+                    ((ROUND == 1)) && printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$system" >>"$RESULTS"
+                    continue
+                fi
+                # The backend speaks no TLS, so "direct" has no TLS rows.
+                [[ $system == direct && ($scenario == https* || $scenario == h2tls) ]] && continue
+                if [[ $system == direct ]]; then
+                    measure "$system" "$scenario" "$BACKEND_PID"
+                else
+                    start_proxy "$system"
+                    measure "$system" "$scenario" "$PROXY_PID"
+                    stop_proxy
+                fi
             done
-            if [[ $system != direct ]]; then stop_proxy; fi
-        fi
-        if [[ $system != direct && " $SCENARIOS " == *" idle "* ]]; then
+        done
+    done
+    ROUND=1
+    if [[ " $SCENARIOS " == *" idle "* ]]; then
+        for system in $SYSTEMS; do
+            [[ $system == direct ]] || ! runnable "$system" && continue
             measure_idle "$system" plain
             measure_idle "$system" tls
-        fi
-    done
+        done
+    fi
+    medians
     report | tee "$OUT"
 }
 

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# User-space instructions per request of Culvert and HAProxy as reverse proxies in
+# front of the same loopback nginx backend, counted by valgrind's callgrind (with its
+# cache simulation: L1 instruction and data misses per request too).
+#
+# Why next to run.sh: on a shared 2-vCPU VM, CPU time per request moves by ±15 %
+# from run to run; instruction counts do not, so they show what a code change did
+# to the proxy's own work. They leave out the kernel (syscalls, TCP), which
+# run.sh's CPU figures include. Under valgrind the proxies run ~50x slower, so the
+# absolute rates mean nothing; only the per-request counts do.
+#
+# Not part of the test suite. Needs root to apt-get valgrind, nginx, haproxy, wrk.
+# Binds 127.0.0.1 only (18080 Culvert, 18090 HAProxy, 19001 backend) and stops what
+# it started on exit.
+#
+# Knobs: SECONDS_MEASURED=10, CONNS=16 (wrk connections), SKIP_BUILD=1,
+# CARGO_TARGET_DIR (default <repo>/target), SCENARIOS="h1 h1-close".
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+MEASURED=${SECONDS_MEASURED:-10}
+CONNS=${CONNS:-16}
+SCENARIOS=${SCENARIOS:-h1 h1-close}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+RUN_DIR=$(mktemp -d /tmp/culvert-instructions.XXXXXX)
+PIDS=()
+
+log() { printf '[instructions] %s\n' "$*" >&2; }
+
+# shellcheck source=../lib/process.sh
+source "$HERE/../lib/process.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+want=()
+for pair in valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || want+=("${pair#*:}")
+done
+if ((${#want[@]})); then
+    log "installing ${want[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" \
+        >"$RUN_DIR/apt.log" 2>&1 || {
+        apt-get update >>"$RUN_DIR/apt.log" 2>&1
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" \
+            >>"$RUN_DIR/apt.log" 2>&1
+    }
+fi
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
+fi
+
+sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@BACKEND_H2C@#127.0.0.1:19002#" \
+    "$HERE/nginx-backend.conf.in" >"$RUN_DIR/backend.conf"
+start_bg backend 0 nginx -c "$RUN_DIR/backend.conf" -p "$RUN_DIR" -e "$RUN_DIR/backend.err"
+wait_http http://127.0.0.1:19001/ || { log "backend did not come up"; exit 1; }
+
+cat >"$RUN_DIR/culvert.json" <<'JSON'
+{"version": 1,
+ "listeners": [{"name": "http", "address": "127.0.0.1", "port": 18080, "protocol": "HTTP"}],
+ "httpRoutes": [{"namespace": "bench", "name": "all", "listeners": ["http"],
+   "rules": [{"backends": [{"name": "bench/backend:80", "endpoints": ["127.0.0.1:19001"]}]}]}]}
+JSON
+cat >"$RUN_DIR/haproxy.cfg" <<'CFG'
+global
+    nbthread 1
+defaults
+    mode http
+    option http-keep-alive
+    option forwardfor
+    timeout connect 5s
+    timeout client 75s
+    timeout server 75s
+frontend bench
+    bind 127.0.0.1:18090
+    http-request set-header X-Forwarded-Proto http
+    http-request set-header X-Forwarded-Host %[req.hdr(host)]
+    default_backend backend
+backend backend
+    server backend 127.0.0.1:19001
+CFG
+
+load() { # port scenario seconds -> requests completed
+    local extra=()
+    [[ $2 == h1-close ]] && extra=(-H 'Connection: close')
+    taskset -c 0 wrk -t1 "-c$CONNS" "-d$3s" "${extra[@]}" "http://127.0.0.1:$1/" |
+        awk '/requests in/ {print $1}'
+}
+
+measure() { # name port scenario cmd...
+    local name=$1 port=$2 scenario=$3
+    shift 3
+    local out=$RUN_DIR/callgrind.$name.$scenario
+    start_bg "$name-$scenario" 1 valgrind --tool=callgrind --cache-sim=yes \
+        "--callgrind-out-file=$out" "$@"
+    local pid=$STARTED
+    wait_http "http://127.0.0.1:$port/" 60 || { log "$name did not come up"; exit 1; }
+    load "$port" "$scenario" 3 >/dev/null
+    callgrind_control -z "$pid" >/dev/null
+    local requests
+    requests=$(load "$port" "$scenario" "$MEASURED")
+    callgrind_control -d "$pid" >/dev/null
+    stop_pid "$pid"
+    # The dump taken right after the measured run is the first numbered one.
+    callgrind_annotate "$out.1" 2>/dev/null | awk -v n="$requests" -v who="$name" -v s="$scenario" '
+        /PROGRAM TOTALS/ {
+            gsub(",", "")
+            printf "| %s | %s | %d | %.0f | %.0f | %.0f | %.0f |\n", s, who, n, $1 / n, $7 / n, $9 / n, $11 / n
+        }'
+}
+
+echo "| scenario | system | requests | instructions/req | L1i misses/req | L1d read misses/req | L1d write misses/req |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+for scenario in $SCENARIOS; do
+    measure culvert 18080 "$scenario" "$TARGET_DIR/release/culvert" serve \
+        --config "$RUN_DIR/culvert.json" --control 127.0.0.1:18081 --workers 1 \
+        --no-access-log --drain-grace 1s
+    measure haproxy 18090 "$scenario" haproxy -db -f "$RUN_DIR/haproxy.cfg"
+done
