@@ -33,19 +33,7 @@ source "$HERE/../lib/process.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-want=()
-for pair in valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl; do
-    command -v "${pair%%:*}" >/dev/null 2>&1 || want+=("${pair#*:}")
-done
-if ((${#want[@]})); then
-    log "installing ${want[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" \
-        >"$RUN_DIR/apt.log" 2>&1 || {
-        apt-get update >>"$RUN_DIR/apt.log" 2>&1
-        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${want[@]}" \
-            >>"$RUN_DIR/apt.log" 2>&1
-    }
-fi
+install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
 fi

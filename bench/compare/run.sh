@@ -81,21 +81,9 @@ trap 'exit 130' INT TERM
 # Installs the Debian packages that provide missing tools; refreshes the package
 # lists only when a first install fails, as they are usually current enough.
 install_tools() {
-    local want=() cmd pkg
-    for pair in nginx:nginx haproxy:haproxy wrk:wrk h2load:nghttp2-client \
-        openssl:openssl python3:python3 curl:curl taskset:util-linux; do
-        cmd=${pair%%:*} pkg=${pair#*:}
-        command -v "$cmd" >/dev/null 2>&1 || want+=("$pkg")
-    done
-    if ((${#want[@]})); then
-        log "installing ${want[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        if ! apt-get install -y --no-install-recommends "${want[@]}" >"$RUN_DIR/apt.log" 2>&1; then
-            apt-get update >>"$RUN_DIR/apt.log" 2>&1 || true
-            apt-get install -y --no-install-recommends "${want[@]}" >>"$RUN_DIR/apt.log" 2>&1 ||
-                log "apt-get install failed; see $RUN_DIR/apt.log"
-        fi
-    fi
+    local cmd
+    install_missing nginx:nginx haproxy:haproxy wrk:wrk h2load:nghttp2-client \
+        openssl:openssl python3:python3 curl:curl taskset:util-linux
     # The Debian packages enable services; never leave a system nginx/HAProxy on
     # ports we did not ask for. (policy-rc.d usually keeps them from starting.)
     for cmd in nginx haproxy wrk h2load openssl python3 curl taskset; do

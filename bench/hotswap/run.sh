@@ -49,19 +49,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 install_tools() {
-    local want=()
-    command -v wrk >/dev/null 2>&1 || want+=(wrk)
-    command -v h2load >/dev/null 2>&1 || want+=(nghttp2-client)
-    command -v curl >/dev/null 2>&1 || want+=(curl)
-    if ((${#want[@]})); then
-        log "installing ${want[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        if ! apt-get install -y --no-install-recommends "${want[@]}" >"$RUN_DIR/apt.log" 2>&1; then
-            apt-get update >>"$RUN_DIR/apt.log" 2>&1 || true
-            apt-get install -y --no-install-recommends "${want[@]}" >>"$RUN_DIR/apt.log" 2>&1 ||
-                log "apt-get install failed; see $RUN_DIR/apt.log"
-        fi
-    fi
+    install_missing wrk:wrk h2load:nghttp2-client curl:curl
 }
 
 render() { # template version

@@ -87,3 +87,20 @@ to_ms() { # "612.00us" | "1.23ms" | "1.01s" -> milliseconds
         printf "%.3f", n }'
 }
 
+
+# Installs the Debian package of every command in `command:package` pairs that is not
+# on the PATH; the package lists are refreshed only when a first install fails, as
+# they are usually current enough. apt's output goes to $RUN_DIR/apt.log.
+install_missing() { # command:package...
+    local want=() pair
+    for pair in "$@"; do
+        command -v "${pair%%:*}" >/dev/null 2>&1 || want+=("${pair#*:}")
+    done
+    ((${#want[@]})) || return 0
+    log "installing ${want[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends "${want[@]}" >"$RUN_DIR/apt.log" 2>&1 && return 0
+    apt-get update >>"$RUN_DIR/apt.log" 2>&1 || true
+    apt-get install -y --no-install-recommends "${want[@]}" >>"$RUN_DIR/apt.log" 2>&1 ||
+        log "apt-get install failed; see $RUN_DIR/apt.log"
+}

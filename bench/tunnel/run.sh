@@ -44,8 +44,7 @@ source "$HERE/../lib/process.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-command -v wrk >/dev/null 2>&1 || apt-get install -y --no-install-recommends wrk >/dev/null \
-    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends wrk >/dev/null; }
+install_missing wrk:wrk
 
 if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building release binaries (once)"
