@@ -146,8 +146,10 @@ fn run(
         }
         let mut drain_started = false;
         let mut drain_reported = false;
+        let mut sweep = tokio::time::interval(upstream::IDLE_SWEEP);
         loop {
             tokio::select! {
+                _ = sweep.tick() => worker.upstreams().sweep_idle(),
                 changed = generation.changed(), if !drain_started => {
                     if changed.is_err() {
                         break;

@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker, ready};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::request::Parts;
@@ -45,6 +46,8 @@ pub(crate) struct Connection {
     read_buf: BytesMut,
     /// Bytes to reserve for the next read.
     next_read: usize,
+    /// When the connection last went idle.
+    idle_since: Instant,
 }
 
 /// The pool a connection returns to once its exchange is over.
@@ -68,6 +71,7 @@ impl Connection {
             stream,
             read_buf: BytesMut::new(),
             next_read: FIRST_READ,
+            idle_since: Instant::now(),
         }
     }
 
@@ -104,6 +108,12 @@ impl Connection {
     fn idle(&mut self) {
         self.read_buf = BytesMut::new();
         self.next_read = FIRST_READ;
+        self.idle_since = Instant::now();
+    }
+
+    /// How long the connection has been idle (meaningful while it is in the pool).
+    pub(crate) fn idle_for(&self) -> Duration {
+        self.idle_since.elapsed()
     }
 
     async fn fill(&mut self) -> io::Result<usize> {
@@ -142,20 +152,25 @@ pub(crate) async fn exchange(
             if coalesced {
                 out.extend_from_slice(&bytes);
             }
-            let mut written = conn.stream.write_all(&out).await;
-            if written.is_ok() && !coalesced {
-                written = conn.stream.write_all(&bytes).await;
-            }
-            let stale = |conn: &Connection| {
-                reused && conn.read_buf.is_empty() && is_idempotent(&parts.method)
+            // A first write into an idle connection the backend closed fails before
+            // anything reached it; a later one may follow a head it acted on, so only
+            // an idempotent request is sent again then.
+            let first = conn.stream.write_all(&out).await;
+            let rest = if first.is_ok() && !coalesced {
+                conn.stream.write_all(&bytes).await
+            } else {
+                Ok(())
             };
-            if written.is_err() {
-                return Err(if reused {
+            let idempotent = is_idempotent(&parts.method);
+            if first.is_err() || rest.is_err() {
+                let resend = reused && (first.is_err() || idempotent);
+                return Err(if resend {
                     ExchangeError::Stale(Either::Right(bytes.into()))
                 } else {
                     ExchangeError::Failed(UpstreamError::Protocol)
                 });
             }
+            let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
             match read_head(&mut conn, &parts.method).await {
                 Ok(head) => head,
                 Err(_) if stale(&conn) => {
@@ -219,6 +234,11 @@ fn full_bytes(mut full: Full<Bytes>) -> Bytes {
 
 /// Writes a streamed body while waiting for the response head, so an early answer
 /// is taken as soon as it comes (the connection is then not reused).
+///
+/// Known limit: after an early head the rest of the upload is not sent, so a backend
+/// that answers first and then keeps reading the body (full-duplex HTTP/1.1) is not
+/// served; hyper's client kept writing. nginx, with its default request buffering,
+/// does not offer that either.
 async fn streamed_exchange(
     conn: &mut Connection,
     body: CountedBody,

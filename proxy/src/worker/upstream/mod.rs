@@ -39,6 +39,11 @@ pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
 const MAX_IDLE_PER_ENDPOINT: usize = 1024;
+/// How long an idle HTTP/1.1 connection is kept (nginx's upstream `keepalive_timeout`
+/// default).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a worker drops idle connections that closed or timed out.
+pub(crate) const IDLE_SWEEP: Duration = Duration::from_secs(5);
 /// Longest wait for a TCP connection to an endpoint.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -161,7 +166,7 @@ impl Upstreams {
         let mut pool = self.http1.borrow_mut();
         let idle = pool.get_mut(&endpoint)?;
         while let Some(conn) = idle.pop() {
-            if conn.still_open() {
+            if conn.idle_for() < IDLE_TIMEOUT && conn.still_open() {
                 return Some(conn);
             }
         }
@@ -175,6 +180,16 @@ impl Upstreams {
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
             idle.push(conn);
         }
+    }
+
+    /// Drops idle connections the backend closed (they would sit in CLOSE_WAIT) or
+    /// that waited longer than [`IDLE_TIMEOUT`], and the pools left empty (endpoints
+    /// gone from the config).
+    pub(crate) fn sweep_idle(&self) {
+        self.http1.borrow_mut().retain(|_, idle| {
+            idle.retain(|conn| conn.idle_for() < IDLE_TIMEOUT && conn.still_open());
+            !idle.is_empty()
+        });
     }
 
     /// Drops every idle connection (on drain).
@@ -209,3 +224,6 @@ async fn connect_tcp(endpoint: SocketAddr) -> Result<TcpStream, UpstreamError> {
     let _ = stream.set_nodelay(true);
     Ok(stream)
 }
+
+#[cfg(test)]
+mod tests;

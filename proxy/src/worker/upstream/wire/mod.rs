@@ -297,8 +297,13 @@ impl ConnectionFacts {
         } else {
             ResponseFraming::UntilClose
         };
-        let keep_alive =
-            version == Version::HTTP_11 && framing != ResponseFraming::UntilClose && !self.close;
+        // Both framings at once is a message to treat as an error (RFC 9112 §6.3):
+        // read it by Transfer-Encoding, but never trust the connection afterwards.
+        let ambiguous = self.transfer_encoding && self.length.is_some();
+        let keep_alive = version == Version::HTTP_11
+            && framing != ResponseFraming::UntilClose
+            && !self.close
+            && !ambiguous;
         let mut response = Response::new(());
         *response.status_mut() = status;
         *response.version_mut() = version;
@@ -449,7 +454,11 @@ fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
         .position(|b| !b.is_ascii_hexdigit())
         .unwrap_or(line.len());
     let rest = &line[digits..];
-    if digits == 0 || digits > 16 || !(rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t')) {
+    if digits == 0
+        || digits > 16
+        || !(rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t'))
+        || rest.iter().any(|&b| b == b'\r' || b == b'\n')
+    {
         return Err(WireError::Malformed);
     }
     let text = std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed)?;

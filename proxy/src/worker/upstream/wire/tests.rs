@@ -153,6 +153,10 @@ fn framing_follows_rfc_9112() {
     .unwrap();
     assert_eq!(head.framing, ResponseFraming::Chunked);
     assert!(!head.response.headers().contains_key("content-length"));
+    assert!(
+        !head.keep_alive,
+        "both framings: the connection is not reused"
+    );
 }
 
 #[test]
@@ -244,6 +248,7 @@ fn bad_chunks_are_errors() {
         b"\r\n",
         b"11111111111111111\r\n",
         b"5x\r\nhello\r\n",
+        b"5;a\nb\r\nhello\r\n",
     ] {
         assert_eq!(
             decode_in_steps(wire, 1).unwrap_err(),
