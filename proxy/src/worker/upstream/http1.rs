@@ -22,7 +22,7 @@ use http::request::Parts;
 use http::{HeaderMap, Method, Response};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Frame, SizeHint};
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::wire::{
@@ -115,10 +115,6 @@ impl Connection {
     pub(crate) fn idle_for(&self) -> Duration {
         self.idle_since.elapsed()
     }
-
-    async fn fill(&mut self) -> io::Result<usize> {
-        std::future::poll_fn(|cx| self.poll_fill(cx)).await
-    }
 }
 
 /// The request body as it goes out.
@@ -171,7 +167,7 @@ pub(crate) async fn exchange(
                 });
             }
             let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
-            match read_head(&mut conn, &parts.method).await {
+            match read_head(&mut conn.stream, &mut conn.read_buf, &parts.method).await {
                 Ok(head) => head,
                 Err(_) if stale(&conn) => {
                     return Err(ExchangeError::Stale(Either::Right(bytes.into())));
@@ -249,23 +245,8 @@ async fn streamed_exchange(
         stream, read_buf, ..
     } = conn;
     let (mut reader, mut writer) = stream.split();
-    let send = pin!(send_body(&mut writer, body, framing));
-    let read = pin!(async {
-        loop {
-            if let Some(head) =
-                parse_response_head(read_buf, method).map_err(|_| UpstreamError::Protocol)?
-            {
-                return Ok::<_, UpstreamError>(head);
-            }
-            read_buf.reserve(FIRST_READ);
-            match reader.read_buf(read_buf).await {
-                Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
-                Ok(_) => {}
-            }
-        }
-    });
-    let mut send = send;
-    let mut read = read;
+    let mut send = pin!(send_body(&mut writer, body, framing));
+    let mut read = pin!(read_head(&mut reader, read_buf, method));
     tokio::select! {
         sent = &mut send => match sent {
             Ok(()) => read.await,
@@ -346,14 +327,20 @@ async fn send_body<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-async fn read_head(conn: &mut Connection, method: &Method) -> Result<ResponseHead, UpstreamError> {
+/// Reads until a whole response head is in `read_buf` and takes it off.
+async fn read_head<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    read_buf: &mut BytesMut,
+    method: &Method,
+) -> Result<ResponseHead, UpstreamError> {
     loop {
         if let Some(head) =
-            parse_response_head(&mut conn.read_buf, method).map_err(|_| UpstreamError::Protocol)?
+            parse_response_head(read_buf, method).map_err(|_| UpstreamError::Protocol)?
         {
             return Ok(head);
         }
-        match conn.fill().await {
+        read_buf.reserve(FIRST_READ);
+        match reader.read_buf(read_buf).await {
             Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
             Ok(_) => {}
         }
