@@ -1,6 +1,7 @@
-//! Request bodies from either entry: a listener connection (hyper's `Incoming`) or a
-//! tunnel stream (`TunnelBody`), as one type the pipeline forwards, counting the
-//! bytes read for the request's record.
+//! Request bodies from every entry: an HTTP/1 connection (our codec's
+//! [`RequestBody`]), an HTTP/2 stream (hyper's `Incoming`) or a tunnel stream
+//! (`TunnelBody`), as one type the pipeline forwards, counting the bytes read for
+//! the request's record.
 
 use std::cell::Cell;
 use std::pin::Pin;
@@ -11,13 +12,17 @@ use bytes::Bytes;
 use culvert_connector::io::TunnelBody;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
+use super::http1::RequestBody;
+
 /// The error of a client body.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A request body as the client sends it.
 pub(crate) enum ClientBody {
-    /// From a listener connection.
-    Http(Incoming),
+    /// From an HTTP/1 listener connection.
+    Http1(RequestBody),
+    /// From an HTTP/2 stream of a listener connection.
+    Http2(Incoming),
     /// From a tunnel stream.
     Tunnel(TunnelBody),
 }
@@ -43,7 +48,10 @@ impl Body for CountedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let polled: Poll<Option<Result<Frame<Bytes>, BoxError>>> = match &mut self.inner {
-            ClientBody::Http(body) => Pin::new(body)
+            ClientBody::Http1(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|frame| frame.map(|result| result.map_err(Into::into))),
+            ClientBody::Http2(body) => Pin::new(body)
                 .poll_frame(cx)
                 .map(|frame| frame.map(|result| result.map_err(Into::into))),
             ClientBody::Tunnel(body) => Pin::new(body)
@@ -60,14 +68,16 @@ impl Body for CountedBody {
 
     fn is_end_stream(&self) -> bool {
         match &self.inner {
-            ClientBody::Http(body) => body.is_end_stream(),
+            ClientBody::Http1(body) => body.is_end_stream(),
+            ClientBody::Http2(body) => body.is_end_stream(),
             ClientBody::Tunnel(body) => body.is_end_stream(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
-            ClientBody::Http(body) => body.size_hint(),
+            ClientBody::Http1(body) => body.size_hint(),
+            ClientBody::Http2(body) => body.size_hint(),
             ClientBody::Tunnel(body) => body.size_hint(),
         }
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use std::pin::{Pin, pin};
 
 use bytes::BytesMut;
-use hyper::server::conn::{http1, http2};
+use hyper::server::conn::http2;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -28,11 +28,10 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::Worker;
+use super::http1::{self, HEADER_READ_TIMEOUT};
 use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::OpenConnection;
 
-/// How long a client may take to send a request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Concurrent streams one HTTP/2 client may open.
@@ -165,34 +164,21 @@ async fn serve_http<I>(
             }
         }
     };
-    let io = TokioIo::new(Prefixed::new(prefix, io));
-    let info = Rc::new(info);
     match version {
         HttpVersion::Http1 => {
-            // HTTP/1 keeps the request future inline in its dispatcher.
-            let service = service_fn(move |request| {
-                let worker = Rc::clone(&worker);
-                let info = Rc::clone(&info);
-                async move { Ok::<_, Infallible>(worker.handle(request, &info).await) }
-            });
-            let connection = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(io, service)
-                .with_upgrades();
-            until_closed(pin!(connection), &mut draining, |connection| {
-                connection.graceful_shutdown();
-            })
-            .await;
+            http1::serve(&worker, Box::new(io), prefix, &info, &mut draining).await;
         }
         HttpVersion::Http2 => {
+            let io = TokioIo::new(Prefixed::new(prefix, io));
+            let info = Rc::new(info);
             // HTTP/2 moves each request future into a task of its own: boxed, a
             // pointer is moved instead of the whole future.
             let service = service_fn(move |request| {
                 let worker = Rc::clone(&worker);
                 let info = Rc::clone(&info);
-                Box::pin(async move { Ok::<_, Infallible>(worker.handle(request, &info).await) })
+                Box::pin(
+                    async move { Ok::<_, Infallible>(worker.handle_http2(request, &info).await) },
+                )
             });
             let connection = http2::Builder::new(LocalExec)
                 .timer(TokioTimer::new())

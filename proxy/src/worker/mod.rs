@@ -15,11 +15,13 @@
 mod body;
 mod connection;
 mod headers;
+mod http1;
 mod proxy;
 mod record;
 mod sniff;
 mod tunnel;
 mod upstream;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

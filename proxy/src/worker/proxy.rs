@@ -33,14 +33,14 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
-use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
 use super::body::{ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
+use super::http1::Upgraded;
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::access_log::AccessLog;
@@ -181,15 +181,13 @@ impl Worker {
         splitmix64(state)
     }
 
-    /// Answers one request from a listener connection.
-    pub(crate) async fn handle(
+    /// Answers one request from an HTTP/2 stream (HTTP/2 has no `Upgrade`).
+    pub(crate) async fn handle_http2(
         self: &Rc<Self>,
-        mut request: Request<Incoming>,
+        request: Request<Incoming>,
         info: &ConnectionInfo,
     ) -> Response<RecordedBody> {
-        let upgrade = upgrade_protocol(request.headers(), request.version())
-            .map(|_| ClientUpgrade::Http(hyper::upgrade::on(&mut request)));
-        self.handle_any(request.map(ClientBody::Http), upgrade, info)
+        self.handle_request(request.map(ClientBody::Http2), None, info)
             .await
     }
 
@@ -235,13 +233,13 @@ impl Worker {
             tls: None,
             tunnel: true,
         };
-        self.handle_any(request.map(ClientBody::Tunnel), upgrade, &info)
+        self.handle_request(request.map(ClientBody::Tunnel), upgrade, &info)
             .await
     }
 
     /// Answers one request, recording it for metrics and the access log when its
     /// response body ends.
-    async fn handle_any(
+    pub(super) async fn handle_request(
         self: &Rc<Self>,
         request: Request<ClientBody>,
         client_upgrade: Option<ClientUpgrade>,
@@ -665,8 +663,8 @@ impl Worker {
 
 /// How the client side of an upgraded exchange is reached once the 101 is sent.
 pub(crate) enum ClientUpgrade {
-    /// A listener connection, upgraded by hyper.
-    Http(OnUpgrade),
+    /// An HTTP/1 listener connection, handed over once the `101` is written.
+    Http1(oneshot::Receiver<Upgraded>),
     /// A tunnel stream, handed over by the connector.
     Tunnel(TunnelUpgrade),
 }
@@ -674,15 +672,14 @@ pub(crate) enum ClientUpgrade {
 impl ClientUpgrade {
     /// Copies bytes both ways between the client and the upgraded backend connection
     /// until either side closes.
-    async fn splice(self, server: OnUpgrade) {
+    async fn splice(self, server: hyper::upgrade::OnUpgrade) {
         let Ok(server) = server.await else {
             return;
         };
         let mut server = TokioIo::new(server);
         match self {
-            Self::Http(client) => {
-                if let Ok(client) = client.await {
-                    let mut client = TokioIo::new(client);
+            Self::Http1(client) => {
+                if let Ok(mut client) = client.await {
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                 }
             }

@@ -25,12 +25,12 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::wire::{
+use super::{RequestBody, UpstreamError, Upstreams};
+use crate::worker::body::{BoxError, CountedBody};
+use crate::worker::wire::{
     Chunk, ChunkedDecoder, RequestFraming, ResponseFraming, ResponseHead, encode_chunk_start,
     encode_last_chunk, encode_request_head, parse_response_head,
 };
-use super::{RequestBody, UpstreamError, Upstreams};
-use crate::worker::body::{BoxError, CountedBody};
 
 /// Bytes reserved for the first read of an exchange: a response head and a small
 /// body fit, and a small buffer stays in cache.

@@ -25,7 +25,6 @@ use super::connection::LocalExec;
 use crate::fast_map::FastMap;
 
 mod http1;
-mod wire;
 
 use http1::{Connection, ExchangeError, Home};
 

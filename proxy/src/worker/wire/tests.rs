@@ -290,3 +290,155 @@ fn fields_of_the_hop_are_taken_out_of_the_head() {
         "only content-length is left"
     );
 }
+
+fn parse_request(bytes: &[u8]) -> Result<Option<super::RequestHead>, WireError> {
+    super::parse_request_head(&mut BytesMut::from(bytes))
+}
+
+#[test]
+fn request_heads_carry_their_framing_and_keep_alive() {
+    let head = parse_request(b"POST /a?b=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.request.method(), Method::POST);
+    assert_eq!(head.request.uri(), "/a?b=1");
+    assert_eq!(head.request.headers()["host"], "x");
+    assert_eq!(head.body, super::BodyFraming::Length(5));
+    assert!(head.keep_alive);
+    assert!(!head.expect_continue);
+
+    let head = parse_request(
+        b"PUT / HTTP/1.1\r\ntransfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\
+          expect: 100-continue\r\nconnection: close\r\n\r\n",
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(head.body, super::BodyFraming::Chunked);
+    assert!(head.expect_continue);
+    assert!(!head.keep_alive);
+
+    let head = parse_request(b"GET / HTTP/1.0\r\ncontent-length: 0\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.request.version(), Version::HTTP_10);
+    assert_eq!(head.body, super::BodyFraming::Empty);
+    assert!(!head.keep_alive);
+    let head = parse_request(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert!(head.keep_alive);
+}
+
+#[test]
+fn request_heads_wait_for_their_end_and_refuse_ambiguity() {
+    assert!(
+        parse_request(b"GET / HTTP/1.1\r\nhost: x\r\n")
+            .unwrap()
+            .is_none()
+    );
+    for (bytes, error) in [
+        (
+            &b"GET / HTTP/1.1\r\nbad header\r\n\r\n"[..],
+            WireError::Malformed,
+        ),
+        (
+            b"GET / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n",
+            WireError::BadLength,
+        ),
+        (
+            b"GET / HTTP/1.1\r\ncontent-length: -1\r\n\r\n",
+            WireError::BadLength,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: chunked, gzip\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+    ] {
+        assert_eq!(parse_request(bytes).unwrap_err(), error, "{bytes:?}");
+    }
+    let mut many = b"GET / HTTP/1.1\r\n".to_vec();
+    for i in 0..200 {
+        many.extend_from_slice(format!("x-{i}: v\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    assert_eq!(parse_request(&many).unwrap_err(), WireError::TooLarge);
+}
+
+#[test]
+fn pipelined_heads_leave_the_next_request_in_the_buffer() {
+    let mut buf = BytesMut::from(&b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"[..]);
+    let first = super::parse_request_head(&mut buf).unwrap().unwrap();
+    assert_eq!(first.request.uri(), "/1");
+    assert_eq!(&buf[..], b"GET /2 HTTP/1.1\r\n\r\n");
+}
+
+#[test]
+fn response_heads_replace_framing_and_connection_fields() {
+    use super::ResponseBodyFraming;
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("text/plain"));
+    headers.insert("content-length", HeaderValue::from_static("999"));
+    headers.insert("connection", HeaderValue::from_static("keep-alive"));
+    headers.insert(
+        "date",
+        HeaderValue::from_static("Mon, 30 Nov 2026 00:00:00 GMT"),
+    );
+    let mut out = Vec::new();
+    super::encode_response_head(
+        &mut out,
+        StatusCode::OK,
+        &headers,
+        ResponseBodyFraming::Length(3),
+        Some(b"close"),
+    );
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ndate: Mon, 30 Nov 2026 00:00:00 GMT\r\n\
+         content-length: 3\r\nconnection: close\r\n\r\n"
+    );
+
+    let mut out = Vec::new();
+    super::encode_response_head(
+        &mut out,
+        StatusCode::NOT_FOUND,
+        &HeaderMap::new(),
+        ResponseBodyFraming::Chunked,
+        None,
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 404 Not Found\r\ndate: "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(" GMT\r\ntransfer-encoding: chunked\r\n\r\n"),
+        "{text}"
+    );
+
+    // A 101 keeps its own Connection and Upgrade.
+    let mut headers = HeaderMap::new();
+    headers.insert("connection", HeaderValue::from_static("upgrade"));
+    headers.insert("upgrade", HeaderValue::from_static("websocket"));
+    let mut out = Vec::new();
+    super::encode_response_head(
+        &mut out,
+        StatusCode::SWITCHING_PROTOCOLS,
+        &headers,
+        ResponseBodyFraming::None,
+        Some(b"close"),
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("connection: upgrade\r\nupgrade: websocket\r\n"),
+        "{text}"
+    );
+    assert!(!text.contains("close"), "{text}");
+}

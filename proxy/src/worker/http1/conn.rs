@@ -1,0 +1,274 @@
+//! The state one client connection shares between its serving loop, which reads
+//! request heads and writes responses, and the request body being forwarded, which
+//! reads the bytes after the head. Single-threaded: held in an `Rc<RefCell<_>>` and
+//! borrowed only inside a `poll` function, never across an `.await`.
+//!
+//! An idle connection keeps no read buffer: a request head is read into a buffer on
+//! the stack and only its bytes are kept.
+
+use std::future::Future;
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+
+use crate::worker::wire::{
+    BodyFraming, Chunk, ChunkedDecoder, RequestHead, WireError, parse_request_head,
+};
+
+/// What a connection is carried on: TCP, TLS, or either with bytes already read.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
+
+/// Size of the stack buffer a request head is first read into.
+const HEAD_READ: usize = 4 * 1024;
+/// Bytes reserved for one read of a request body.
+const BODY_READ: usize = 16 * 1024;
+/// The interim answer to `Expect: 100-continue`.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// Where the current request's body stands.
+#[derive(Debug)]
+enum BodyState {
+    /// Read to its end (or there was none).
+    Done,
+    /// This many bytes still to come.
+    Length(u64),
+    Chunked(ChunkedDecoder),
+    /// The client broke the body off or sent a malformed one.
+    Broken,
+}
+
+/// One client connection: its IO, the bytes read and not yet used, and the body of
+/// the request being served.
+pub(crate) struct Conn {
+    io: Box<dyn Io>,
+    read: BytesMut,
+    body: BodyState,
+    /// Bytes of `100 Continue` still to be written before the body is first read.
+    continue_due: usize,
+    /// Counts requests, so a body kept past its exchange reads nothing.
+    exchange: u64,
+}
+
+impl Conn {
+    /// A connection whose first bytes, `read`, were taken off `io` already.
+    pub(crate) fn new(io: Box<dyn Io>, read: BytesMut) -> Self {
+        Self {
+            io,
+            read,
+            body: BodyState::Done,
+            continue_due: 0,
+            exchange: 0,
+        }
+    }
+
+    /// The next request head, if the bytes read so far hold one.
+    pub(super) fn parse_head(&mut self) -> Result<Option<RequestHead>, WireError> {
+        if self.read.is_empty() {
+            return Ok(None);
+        }
+        parse_request_head(&mut self.read)
+    }
+
+    /// Reads more of a request head; `Ok(0)` when the client closed.
+    pub(super) fn poll_read_head(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if !self.read.is_empty() {
+            return self.poll_fill(cx, HEAD_READ);
+        }
+        // Nothing pending: read on the stack so an idle connection holds no buffer.
+        let mut stack = [MaybeUninit::<u8>::uninit(); HEAD_READ];
+        let mut buf = ReadBuf::uninit(&mut stack);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+        self.read = BytesMut::from(buf.filled());
+        Poll::Ready(Ok(buf.filled().len()))
+    }
+
+    /// Lets go of the read buffer when nothing is left in it.
+    pub(super) fn release_buffer(&mut self) {
+        if self.read.is_empty() && self.read.capacity() > 0 {
+            self.read = BytesMut::new();
+        }
+    }
+
+    /// Starts the body of a new request; returns the exchange it belongs to.
+    pub(super) fn start_body(&mut self, framing: BodyFraming, expect_continue: bool) -> u64 {
+        self.exchange += 1;
+        self.body = match framing {
+            BodyFraming::Empty => BodyState::Done,
+            BodyFraming::Length(length) => BodyState::Length(length),
+            BodyFraming::Chunked => BodyState::Chunked(ChunkedDecoder::default()),
+        };
+        self.continue_due = if expect_continue && !matches!(self.body, BodyState::Done) {
+            CONTINUE.len()
+        } else {
+            0
+        };
+        self.exchange
+    }
+
+    /// Bytes of the body of `exchange` still to come, when known.
+    pub(super) fn body_remaining(&self, exchange: u64) -> Option<u64> {
+        match self.body {
+            _ if exchange != self.exchange => Some(0),
+            BodyState::Done => Some(0),
+            BodyState::Length(remaining) => Some(remaining),
+            BodyState::Chunked(_) | BodyState::Broken => None,
+        }
+    }
+
+    /// The next frame of the body of `exchange`.
+    pub(super) fn poll_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        exchange: u64,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, BodyError>>> {
+        if exchange != self.exchange {
+            return Poll::Ready(None);
+        }
+        if self.continue_due > 0 {
+            ready!(self.poll_continue(cx)).map_err(BodyError::Io)?;
+        }
+        loop {
+            let step = match &mut self.body {
+                BodyState::Done => return Poll::Ready(None),
+                BodyState::Broken => return Poll::Ready(Some(Err(BodyError::Broken))),
+                BodyState::Length(remaining) => {
+                    if self.read.is_empty() {
+                        Chunk::Incomplete
+                    } else {
+                        let take = usize::try_from(*remaining)
+                            .map_or(self.read.len(), |r| r.min(self.read.len()));
+                        *remaining -= take as u64;
+                        if *remaining == 0 {
+                            self.body = BodyState::Done;
+                        }
+                        Chunk::Data(self.read.split_to(take).freeze())
+                    }
+                }
+                BodyState::Chunked(decoder) => match decoder.decode(&mut self.read) {
+                    Ok(step) => step,
+                    Err(error) => {
+                        self.body = BodyState::Broken;
+                        return Poll::Ready(Some(Err(BodyError::Wire(error))));
+                    }
+                },
+            };
+            match step {
+                Chunk::Data(data) => return Poll::Ready(Some(Ok(hyper::body::Frame::data(data)))),
+                Chunk::Trailers(trailers) => {
+                    self.body = BodyState::Done;
+                    return Poll::Ready(Some(Ok(hyper::body::Frame::trailers(trailers))));
+                }
+                Chunk::End => {
+                    self.body = BodyState::Done;
+                    return Poll::Ready(None);
+                }
+                Chunk::Incomplete => {}
+            }
+            match ready!(self.poll_fill(cx, BODY_READ)) {
+                Ok(0) => {
+                    self.body = BodyState::Broken;
+                    return Poll::Ready(Some(Err(BodyError::Io(
+                        io::ErrorKind::UnexpectedEof.into(),
+                    ))));
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    self.body = BodyState::Broken;
+                    return Poll::Ready(Some(Err(BodyError::Io(error))));
+                }
+            }
+        }
+    }
+
+    /// Consumes what is left of the current body when all of it has arrived already
+    /// (a small body the proxy answered without reading); `true` when the body is
+    /// over, so the next request can be read.
+    pub(super) fn finish_buffered_body(&mut self) -> bool {
+        loop {
+            match &mut self.body {
+                BodyState::Done => return true,
+                BodyState::Broken => return false,
+                BodyState::Length(remaining) => {
+                    if (self.read.len() as u64) < *remaining {
+                        return false;
+                    }
+                    self.read.advance(*remaining as usize);
+                    self.body = BodyState::Done;
+                }
+                BodyState::Chunked(decoder) => match decoder.decode(&mut self.read) {
+                    Ok(Chunk::Data(_)) => {}
+                    Ok(Chunk::Trailers(_) | Chunk::End) => self.body = BodyState::Done,
+                    Ok(Chunk::Incomplete) | Err(_) => return false,
+                },
+            }
+        }
+    }
+
+    fn poll_continue(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.continue_due > 0 {
+            let from = CONTINUE.len() - self.continue_due;
+            let written = ready!(Pin::new(&mut self.io).poll_write(cx, &CONTINUE[from..]))?;
+            if written == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.continue_due -= written;
+        }
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    /// Reads into the buffer, reserving `reserve` bytes when it is nearly full.
+    fn poll_fill(&mut self, cx: &mut Context<'_>, reserve: usize) -> Poll<io::Result<usize>> {
+        if self.read.capacity() - self.read.len() < 1024 {
+            self.read.reserve(reserve);
+        }
+        let read = pin!(self.io.read_buf(&mut self.read));
+        Future::poll(read, cx)
+    }
+
+    /// Writes `buf[*written..]`, advancing `written`.
+    pub(super) fn poll_write_all(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+        written: &mut usize,
+    ) -> Poll<io::Result<()>> {
+        while *written < buf.len() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &buf[*written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *written += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    pub(super) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    pub(super) fn poll_shutdown(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    /// The connection's IO and the bytes read past the last head, for an upgrade.
+    pub(super) fn into_parts(self) -> (Box<dyn Io>, BytesMut) {
+        (self.io, self.read)
+    }
+}
+
+/// Why a request body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    #[error("reading the request body: {0}")]
+    Io(io::Error),
+    #[error("malformed request body: {0}")]
+    Wire(WireError),
+    #[error("the request body broke off earlier")]
+    Broken,
+}

@@ -1,0 +1,218 @@
+//! HTTP/1.1 (and 1.0) served on a client connection by our own codec
+//! ([`crate::worker::wire`]): request heads parsed in place, bodies streamed to the
+//! proxy as it polls them, responses written with the framing their body allows,
+//! keep-alive and pipelined requests (answered in order), `Expect: 100-continue`,
+//! and upgrades (the connection handed over once the `101` is written).
+//!
+//! The connection closes after a response when the client asked for it, when an
+//! HTTP/1.0 client did not ask to keep it, when a request body was left unread (its
+//! rest is not waited for), when a body was cut short, or when the worker drains.
+//! Malformed heads are answered 400, heads over the size limits 431, and the
+//! connection closes. A client gets [`HEADER_READ_TIMEOUT`] to send each head,
+//! idle time between requests included.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use http::{Method, StatusCode, Version};
+use tokio::sync::{oneshot, watch};
+use tokio::time::{Instant, sleep};
+
+use super::Worker;
+use super::body::ClientBody;
+use super::connection::ConnectionInfo;
+use super::headers::upgrade_protocol;
+use super::proxy::ClientUpgrade;
+use super::sniff::Prefixed;
+use super::wire::{
+    RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
+};
+
+mod body;
+mod conn;
+mod respond;
+
+pub(crate) use body::RequestBody;
+pub(crate) use conn::Io;
+
+use conn::Conn;
+use respond::{Asked, write_out, write_response};
+
+/// How long a client may take to send a request head (idle keep-alive included).
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client connection handed over after a `101`, with the bytes it sent past the
+/// upgrade request.
+pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
+
+/// Serves requests on `io` (whose first bytes, `read`, were taken off it already)
+/// until the client closes, a response ends the connection, or the worker drains.
+pub(super) async fn serve(
+    worker: &Rc<Worker>,
+    io: Box<dyn Io>,
+    read: BytesMut,
+    info: &ConnectionInfo,
+    draining: &mut watch::Receiver<bool>,
+) {
+    let conn = Rc::new(RefCell::new(Conn::new(io, read)));
+    let mut out = Vec::new();
+    let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
+    loop {
+        let head = {
+            let parsed = conn.borrow_mut().parse_head();
+            match parsed {
+                Ok(Some(head)) => Ok(head),
+                Ok(None) => {
+                    deadline
+                        .as_mut()
+                        .reset(Instant::now() + HEADER_READ_TIMEOUT);
+                    tokio::select! {
+                        biased;
+                        head = read_head(&conn) => match head {
+                            Some(head) => head,
+                            None => return,
+                        },
+                        _ = draining.wait_for(|draining| *draining) => return,
+                        () = deadline.as_mut() => return,
+                    }
+                }
+                Err(error) => Err(error),
+            }
+        };
+        let head = match head {
+            Ok(head) => head,
+            Err(error) => {
+                out.extend_from_slice(error_response(error));
+                let _ = write_out(&conn, &mut out).await;
+                close(&conn).await;
+                return;
+            }
+        };
+        match serve_one(worker, &conn, head, info, draining, &mut out).await {
+            Next::Request => conn.borrow_mut().release_buffer(),
+            Next::Close => {
+                close(&conn).await;
+                return;
+            }
+            Next::Upgrade(handover) => {
+                hand_over(conn, handover);
+                return;
+            }
+        }
+    }
+}
+
+/// Reads until a whole request head is in; `None` when the client closed (or
+/// broke the connection) first.
+async fn read_head(conn: &RefCell<Conn>) -> Option<Result<RequestHead, WireError>> {
+    loop {
+        match poll_fn(|cx| conn.borrow_mut().poll_read_head(cx)).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        match conn.borrow_mut().parse_head() {
+            Ok(None) => {}
+            parsed => return parsed.transpose(),
+        }
+    }
+}
+
+/// What the connection does after an exchange.
+enum Next {
+    Request,
+    Close,
+    /// The `101` is written: the connection goes to the backend splice.
+    Upgrade(oneshot::Sender<Upgraded>),
+}
+
+/// Answers one request.
+async fn serve_one(
+    worker: &Rc<Worker>,
+    conn: &Rc<RefCell<Conn>>,
+    head: RequestHead,
+    info: &ConnectionInfo,
+    draining: &watch::Receiver<bool>,
+    out: &mut Vec<u8>,
+) -> Next {
+    let RequestHead {
+        request,
+        body,
+        keep_alive,
+        expect_continue,
+    } = head;
+    let asked = Asked {
+        head: request.method() == Method::HEAD,
+        http11: request.version() == Version::HTTP_11,
+        keep_alive,
+    };
+    let exchange = conn.borrow_mut().start_body(body, expect_continue);
+    let (handover, upgrade) = match upgrade_protocol(request.headers(), request.version()) {
+        Some(_) => {
+            let (handover, upgraded) = oneshot::channel();
+            (Some(handover), Some(ClientUpgrade::Http1(upgraded)))
+        }
+        None => (None, None),
+    };
+    let body = RequestBody::new(Rc::clone(conn), exchange);
+    let request = request.map(|()| ClientBody::Http1(body));
+    let response = worker.handle_request(request, upgrade, info).await;
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+        return match handover {
+            Some(handover) => write_switch(conn, &response, handover, out).await,
+            None => Next::Close,
+        };
+    }
+    let asked = Asked {
+        keep_alive: asked.keep_alive
+            && !*draining.borrow()
+            && conn.borrow_mut().finish_buffered_body(),
+        ..asked
+    };
+    match write_response(conn, response, asked, out).await {
+        Ok(true) => Next::Request,
+        Ok(false) | Err(_) => Next::Close,
+    }
+}
+
+/// Writes the `101` head.
+async fn write_switch<B>(
+    conn: &RefCell<Conn>,
+    response: &http::Response<B>,
+    handover: oneshot::Sender<Upgraded>,
+    out: &mut Vec<u8>,
+) -> Next {
+    encode_response_head(
+        out,
+        response.status(),
+        response.headers(),
+        ResponseBodyFraming::None,
+        None,
+    );
+    if write_out(conn, out).await.is_err()
+        || poll_fn(|cx| conn.borrow_mut().poll_flush(cx))
+            .await
+            .is_err()
+    {
+        return Next::Close;
+    }
+    Next::Upgrade(handover)
+}
+
+/// Hands the connection, with the bytes read past the upgrade request, to whoever
+/// splices it to the backend. Nothing else may hold it by then (the request body is
+/// gone with its request); if something does, the connection just closes.
+fn hand_over(conn: Rc<RefCell<Conn>>, handover: oneshot::Sender<Upgraded>) {
+    if let Ok(conn) = Rc::try_unwrap(conn) {
+        let (io, read) = conn.into_inner().into_parts();
+        let _ = handover.send(Prefixed::new(read, io));
+    }
+}
+
+/// Flushes and shuts the connection down (a TLS `close_notify`, then a FIN).
+async fn close(conn: &RefCell<Conn>) {
+    let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
+}

@@ -1,0 +1,218 @@
+//! The client side: writing a request head to a backend and parsing the response
+//! head it sends back (RFC 9112 §4–6), skipping interim answers.
+
+use std::mem::MaybeUninit;
+
+use bytes::{Buf, BytesMut};
+use http::header::{self, HeaderMap};
+use http::{Method, Response, StatusCode, Version};
+
+use super::{
+    ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
+    field_spans, push_decimal, push_field, tokens,
+};
+use crate::worker::headers::HOP_BY_HOP;
+
+/// How a request body is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RequestFraming {
+    /// No body and no framing header (a `GET` without a body).
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked` (the length is not known up front).
+    Chunked,
+}
+
+/// How a response body ends (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResponseFraming {
+    /// No body: a `HEAD` request, or a `1xx`, `204` or `304` answer.
+    Empty,
+    /// Exactly this many bytes.
+    Length(u64),
+    /// Chunked transfer coding.
+    Chunked,
+    /// Everything until the backend closes the connection.
+    UntilClose,
+}
+
+/// A parsed response head.
+#[derive(Debug)]
+pub(crate) struct ResponseHead {
+    pub(crate) response: Response<()>,
+    pub(crate) framing: ResponseFraming,
+    /// The connection may carry another request once this body has been read.
+    pub(crate) keep_alive: bool,
+}
+
+/// Appends the request head: request line, every header but the framing ones (which
+/// `framing` decides), then the framing header.
+pub(crate) fn encode_request_head(
+    out: &mut Vec<u8>,
+    method: &Method,
+    target: &str,
+    headers: &HeaderMap,
+    framing: RequestFraming,
+) {
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in headers {
+        if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        push_field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    match framing {
+        RequestFraming::None => {}
+        RequestFraming::Length(length) => {
+            out.extend_from_slice(b"content-length: ");
+            push_decimal(out, length);
+            out.extend_from_slice(b"\r\n");
+        }
+        RequestFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Takes one final response head off the front of `buf`, skipping interim `1xx`
+/// answers; `Ok(None)` until the head is complete.
+pub(crate) fn parse_response_head(
+    buf: &mut BytesMut,
+    method: &Method,
+) -> Result<Option<ResponseHead>, WireError> {
+    let config = httparse::ParserConfig::default();
+    loop {
+        let mut slots: FieldSlots<'_> = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+        let mut parsed = httparse::Response::new(&mut []);
+        let len = match config.parse_response_with_uninit_headers(&mut parsed, buf, &mut slots) {
+            Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
+            Ok(httparse::Status::Complete(_)) => return Err(WireError::TooLarge),
+            Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+                return Err(WireError::TooLarge);
+            }
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(WireError::TooLarge),
+            Err(_) => return Err(WireError::Malformed),
+        };
+        let code = parsed.code.unwrap_or(0);
+        let status = StatusCode::from_u16(code).map_err(|_| WireError::Malformed)?;
+        if status == StatusCode::SWITCHING_PROTOCOLS {
+            return Err(WireError::UnexpectedUpgrade);
+        }
+        if status.is_informational() {
+            buf.advance(len);
+            continue;
+        }
+        let version = if parsed.version == Some(1) {
+            Version::HTTP_11
+        } else {
+            Version::HTTP_10
+        };
+        let mut spans = [FieldSpan::default(); MAX_HEADERS];
+        let count = field_spans(parsed.headers, buf.as_ptr(), &mut spans);
+        let head = buf.split_to(len).freeze();
+        let mut facts = ConnectionFacts::default();
+        let headers = build_headers(&head, &spans[..count], |name, value| {
+            facts.observe(name, value).map(|dropped| !dropped)
+        })?;
+        return Ok(Some(facts.finish(status, version, headers, method)));
+    }
+}
+
+/// What the fields of a response head say about the connection and the body's
+/// framing. Those fields describe this hop only, so they are taken out of the head
+/// as it is parsed (RFC 9110 §7.6.1): `Connection`, the fields it names,
+/// `Keep-Alive`, `Proxy-Connection`, `Trailer`, `Upgrade` and `Transfer-Encoding`.
+#[derive(Default)]
+struct ConnectionFacts {
+    length: ContentLength,
+    transfer_encoding: bool,
+    /// The last transfer coding is `chunked`.
+    chunked: bool,
+    /// `Connection: close`.
+    close: bool,
+    /// Other fields `Connection` names (rare), dropped once the head is built.
+    named: Vec<String>,
+}
+
+impl ConnectionFacts {
+    /// Notes one field; `true` when it describes the connection and is dropped.
+    fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<bool, WireError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            self.length.add(value)?;
+            return Ok(false);
+        }
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.transfer_encoding = true;
+            self.chunked = tokens(value)
+                .next_back()
+                .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
+            return Ok(true);
+        }
+        if name.eq_ignore_ascii_case(b"connection") {
+            for token in tokens(value) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    self.close = true;
+                } else if !token.eq_ignore_ascii_case(b"keep-alive") {
+                    self.named
+                        .push(String::from_utf8_lossy(token).to_ascii_lowercase());
+                }
+            }
+            return Ok(true);
+        }
+        Ok(HOP_BY_HOP
+            .iter()
+            .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes())))
+    }
+
+    /// The head, with its framing (RFC 9112 §6.3) and whether the connection may be
+    /// reused after it.
+    fn finish(
+        self,
+        status: StatusCode,
+        version: Version,
+        mut headers: HeaderMap,
+        method: &Method,
+    ) -> ResponseHead {
+        for name in &self.named {
+            headers.remove(name.as_str());
+        }
+        let framing = if *method == Method::HEAD
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED
+        {
+            ResponseFraming::Empty
+        } else if self.transfer_encoding {
+            // Transfer-Encoding overrides Content-Length, which must then go.
+            headers.remove(header::CONTENT_LENGTH);
+            if self.chunked {
+                ResponseFraming::Chunked
+            } else {
+                ResponseFraming::UntilClose
+            }
+        } else if let Some(length) = self.length.get() {
+            ResponseFraming::Length(length)
+        } else {
+            ResponseFraming::UntilClose
+        };
+        // Both framings at once is a message to treat as an error (RFC 9112 §6.3):
+        // read it by Transfer-Encoding, but never trust the connection afterwards.
+        let ambiguous = self.transfer_encoding && self.length.get().is_some();
+        let keep_alive = version == Version::HTTP_11
+            && framing != ResponseFraming::UntilClose
+            && !self.close
+            && !ambiguous;
+        let mut response = Response::new(());
+        *response.status_mut() = status;
+        *response.version_mut() = version;
+        *response.headers_mut() = headers;
+        ResponseHead {
+            response,
+            framing,
+            keep_alive,
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! HTTP/1.1 on the wire, without IO (RFC 9112): both sides of the proxy speak it.
+//!
+//! - [`client`]: writing a request head to a backend and parsing its response head;
+//! - [`server`]: parsing a client's request head and writing the response head;
+//! - [`chunked`]: the chunked transfer coding, both ways.
+//!
+//! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
+//! [`MAX_HEADERS`] fields, a malformed line or conflicting `Content-Length` values
+//! is a [`WireError`], never a panic. Header values are sliced out of the received
+//! bytes, not copied.
+
+use std::mem::MaybeUninit;
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+
+mod chunked;
+mod client;
+mod server;
+
+pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
+pub(crate) use client::{
+    RequestFraming, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
+};
+pub(crate) use server::{
+    BodyFraming, RequestHead, ResponseBodyFraming, encode_response_head, error_response,
+    parse_request_head,
+};
+
+/// Largest message head (or trailer section) accepted.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+/// Most header fields accepted in a message head or trailer section.
+pub(crate) const MAX_HEADERS: usize = 128;
+
+/// What a peer sent that is not HTTP/1.1 as we accept it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum WireError {
+    /// The start line, a header line or a chunk line does not parse.
+    #[error("malformed HTTP/1.1 message")]
+    Malformed,
+    /// The head or a trailer section is larger than we accept.
+    #[error("HTTP/1.1 message head too large")]
+    TooLarge,
+    /// `Content-Length` is not one number.
+    #[error("invalid Content-Length")]
+    BadLength,
+    /// A transfer coding other than a final `chunked` in a request (RFC 9112 §6.1),
+    /// or both `Transfer-Encoding` and `Content-Length` in one.
+    #[error("unsupported or ambiguous request framing")]
+    BadFraming,
+    /// `101 Switching Protocols` to a request that asked for no upgrade.
+    #[error("unexpected 101 from the backend")]
+    UnexpectedUpgrade,
+}
+
+/// Uninitialised slots for the fields of one head.
+pub(super) type FieldSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS];
+
+/// Where a field's name and value sit in a head, so both can be taken from the head
+/// once it has been split off the read buffer.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FieldSpan {
+    name: (u32, u32),
+    value: (u32, u32),
+}
+
+/// The spans of `fields`, parsed out of a buffer starting at `base`, written into
+/// `spans`; returns how many there are.
+pub(super) fn field_spans(
+    fields: &[httparse::Header<'_>],
+    base: *const u8,
+    spans: &mut [FieldSpan; MAX_HEADERS],
+) -> usize {
+    let base = base as usize;
+    // Offsets fit in u32: a head larger than that is refused long before it parses.
+    let span = |bytes: &[u8]| ((bytes.as_ptr() as usize - base) as u32, bytes.len() as u32);
+    for (slot, field) in spans.iter_mut().zip(fields) {
+        *slot = FieldSpan {
+            name: span(field.name.as_bytes()),
+            value: span(field.value),
+        };
+    }
+    fields.len().min(MAX_HEADERS)
+}
+
+/// The header map of `head`: every field `keep` accepts (it sees name and value and
+/// may refuse the whole head). Values share `head`'s memory.
+pub(super) fn build_headers(
+    head: &Bytes,
+    spans: &[FieldSpan],
+    mut keep: impl FnMut(&[u8], &[u8]) -> Result<bool, WireError>,
+) -> Result<HeaderMap, WireError> {
+    let range = |(at, len): (u32, u32)| at as usize..at as usize + len as usize;
+    let mut headers = HeaderMap::with_capacity(spans.len());
+    for span in spans {
+        let (name, value) = (range(span.name), range(span.value));
+        if !keep(&head[name.clone()], &head[value.clone()])? {
+            continue;
+        }
+        let name = HeaderName::from_bytes(&head[name]).map_err(|_| WireError::Malformed)?;
+        let value =
+            HeaderValue::from_maybe_shared(head.slice(value)).map_err(|_| WireError::Malformed)?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// The one length every `Content-Length` value of a message agrees on.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct ContentLength(Option<u64>);
+
+impl ContentLength {
+    /// Adds one field value (itself possibly a list of equal numbers).
+    pub(super) fn add(&mut self, value: &[u8]) -> Result<(), WireError> {
+        for item in value.split(|&b| b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
+                return Err(WireError::BadLength);
+            }
+            let parsed = item
+                .iter()
+                .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
+            if self.0.is_some_and(|seen| seen != parsed) {
+                return Err(WireError::BadLength);
+            }
+            self.0 = Some(parsed);
+        }
+        Ok(())
+    }
+
+    pub(super) fn get(self) -> Option<u64> {
+        self.0
+    }
+}
+
+/// The comma-separated items of a field value, trimmed, empty ones skipped.
+pub(super) fn tokens(value: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(<[u8]>::trim_ascii)
+        .filter(|token| !token.is_empty())
+}
+
+/// Appends `value` in decimal.
+pub(super) fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends one `name: value` line.
+pub(super) fn push_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests;

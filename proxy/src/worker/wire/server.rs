@@ -1,0 +1,236 @@
+//! The server side: parsing a client's request head (RFC 9112 §3, §6.1–6.3) and
+//! writing the response head with the framing the connection chose.
+//!
+//! A request is refused (400) when its framing is ambiguous: `Transfer-Encoding`
+//! together with `Content-Length`, a transfer coding that does not end in
+//! `chunked`, or `Transfer-Encoding` in HTTP/1.0 — the shapes request smuggling is
+//! built from. Every field the client sent stays in the request; the proxy strips
+//! the hop-by-hop ones before forwarding.
+
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::BytesMut;
+use http::header::{self, HeaderMap};
+use http::{Method, Request, StatusCode, Uri, Version};
+
+use super::{
+    ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
+    field_spans, push_decimal, push_field, tokens,
+};
+
+/// How a request body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// No body.
+    Empty,
+    /// Exactly this many bytes (more than zero).
+    Length(u64),
+    /// Chunked transfer coding.
+    Chunked,
+}
+
+/// A parsed request head.
+#[derive(Debug)]
+pub(crate) struct RequestHead {
+    pub(crate) request: Request<()>,
+    pub(crate) body: BodyFraming,
+    /// The client wants the connection kept after this exchange.
+    pub(crate) keep_alive: bool,
+    /// The client waits for `100 Continue` before sending its body.
+    pub(crate) expect_continue: bool,
+}
+
+/// How a response body is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResponseBodyFraming {
+    /// No body is written (`HEAD`, `1xx`, `204`, `304`); the fields stay as they are.
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// The body ends when the connection closes (an HTTP/1.0 client, length unknown).
+    UntilClose,
+}
+
+/// Takes one request head off the front of `buf`; `Ok(None)` until it is complete.
+pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, WireError> {
+    let config = httparse::ParserConfig::default();
+    let mut slots: FieldSlots<'_> = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut []);
+    let len = match config.parse_request_with_uninit_headers(&mut parsed, buf, &mut slots) {
+        Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
+        Ok(httparse::Status::Complete(_)) => return Err(WireError::TooLarge),
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(WireError::TooLarge),
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(WireError::TooLarge),
+        Err(_) => return Err(WireError::Malformed),
+    };
+    let (Some(method), Some(target), Some(minor)) = (parsed.method, parsed.path, parsed.version)
+    else {
+        return Err(WireError::Malformed);
+    };
+    let method = Method::from_bytes(method.as_bytes()).map_err(|_| WireError::Malformed)?;
+    let version = if minor == 1 {
+        Version::HTTP_11
+    } else {
+        Version::HTTP_10
+    };
+    let base = buf.as_ptr() as usize;
+    let target = target.as_ptr() as usize - base..target.as_ptr() as usize - base + target.len();
+    let mut spans = [FieldSpan::default(); MAX_HEADERS];
+    let count = field_spans(parsed.headers, buf.as_ptr(), &mut spans);
+    let head = buf.split_to(len).freeze();
+    let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| WireError::Malformed)?;
+    let mut facts = RequestFacts::default();
+    let headers = build_headers(&head, &spans[..count], |name, value| {
+        facts.observe(name, value)?;
+        Ok(true)
+    })?;
+    let body = facts.framing(version)?;
+    let keep_alive = match version {
+        Version::HTTP_11 => !facts.close,
+        _ => facts.keep_alive && !facts.close,
+    };
+    let mut request = Request::new(());
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.version_mut() = version;
+    *request.headers_mut() = headers;
+    Ok(Some(RequestHead {
+        request,
+        body,
+        keep_alive,
+        expect_continue: facts.expect_continue && version == Version::HTTP_11,
+    }))
+}
+
+/// What the fields of a request head say about its body and the connection.
+#[derive(Default)]
+struct RequestFacts {
+    length: ContentLength,
+    transfer_encoding: bool,
+    /// The last transfer coding is `chunked`.
+    chunked: bool,
+    /// `Connection: close`.
+    close: bool,
+    /// `Connection: keep-alive` (what an HTTP/1.0 client must send to keep it).
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+impl RequestFacts {
+    fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<(), WireError> {
+        if name.eq_ignore_ascii_case(b"content-length") {
+            self.length.add(value)?;
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            // Codings may span several fields; only the very last one decides.
+            self.transfer_encoding = true;
+            if let Some(last) = tokens(value).next_back() {
+                self.chunked = last.eq_ignore_ascii_case(b"chunked");
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in tokens(value) {
+                self.close |= token.eq_ignore_ascii_case(b"close");
+                self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            self.expect_continue = value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+        }
+        Ok(())
+    }
+
+    fn framing(&self, version: Version) -> Result<BodyFraming, WireError> {
+        if self.transfer_encoding {
+            if version != Version::HTTP_11 || self.length.get().is_some() || !self.chunked {
+                return Err(WireError::BadFraming);
+            }
+            return Ok(BodyFraming::Chunked);
+        }
+        Ok(match self.length.get() {
+            None | Some(0) => BodyFraming::Empty,
+            Some(length) => BodyFraming::Length(length),
+        })
+    }
+}
+
+/// Appends a response head: the status line, the response's fields and the framing
+/// and connection fields this connection decided. For a `101` the fields are
+/// written as they are (its `Connection` and `Upgrade` are the point); otherwise
+/// the response's own framing and connection fields are replaced. A `Date` is added
+/// when the response has none.
+pub(crate) fn encode_response_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    framing: ResponseBodyFraming,
+    connection: Option<&'static [u8]>,
+) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    let upgrade = status == StatusCode::SWITCHING_PROTOCOLS;
+    let mut dated = false;
+    for (name, value) in headers {
+        if !upgrade
+            && (name == header::CONNECTION
+                || name == header::TRANSFER_ENCODING
+                || (name == header::CONTENT_LENGTH && framing != ResponseBodyFraming::None))
+        {
+            continue;
+        }
+        dated |= name == header::DATE;
+        push_field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !dated {
+        with_date(|date| push_field(out, b"date", date));
+    }
+    match framing {
+        ResponseBodyFraming::Length(length) => {
+            out.extend_from_slice(b"content-length: ");
+            push_decimal(out, length);
+            out.extend_from_slice(b"\r\n");
+        }
+        ResponseBodyFraming::Chunked => {
+            out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        }
+        ResponseBodyFraming::None | ResponseBodyFraming::UntilClose => {}
+    }
+    if let Some(connection) = connection.filter(|_| !upgrade) {
+        push_field(out, b"connection", connection);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The whole answer to a request head that could not be taken: the connection
+/// closes after it.
+pub(crate) fn error_response(error: WireError) -> &'static [u8] {
+    match error {
+        WireError::TooLarge => {
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        }
+        _ => b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+    }
+}
+
+/// The current time as an HTTP-date, formatted once per second per thread.
+fn with_date(write: impl FnOnce(&[u8])) {
+    thread_local! {
+        static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
+    }
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    DATE.with_borrow_mut(|(cached, text)| {
+        if *cached != second {
+            *cached = second;
+            *text = httpdate::fmt_http_date(now);
+        }
+        write(text.as_bytes());
+    });
+}

@@ -1,0 +1,348 @@
+//! The HTTP/1.1 server side of the proxy, driven by a raw TCP client on loopback:
+//! keep-alive and pipelined requests answered in order, request bodies by length
+//! and chunked (with trailers), `Expect: 100-continue`, HTTP/1.0 clients, `HEAD`,
+//! `Connection: close`, a body the proxy answered without reading, and the heads
+//! that are refused (malformed 400, ambiguous framing 400, too large 431). The echo
+//! backend records what arrived, so the tests see what went through.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_proxy::{ServeConfig, Server};
+use http::StatusCode;
+use serde_json::json;
+use support::{free_port, put_config};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// One response as read off the wire.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    /// Lowercase names; values of repeated names joined with ", ".
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// A raw client connection that reads responses one after another.
+struct Client {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Self {
+        Self {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            buf: Vec::new(),
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// Reads more bytes; `false` when the server closed.
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.stream.read(&mut chunk).await.unwrap_or(0);
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    async fn until(&mut self, marker: &[u8]) -> usize {
+        loop {
+            if let Some(at) = self.buf.windows(marker.len()).position(|w| w == marker) {
+                return at;
+            }
+            assert!(self.fill().await, "closed before {marker:?}");
+        }
+    }
+
+    /// Reads one response to a request made with `method`.
+    async fn answer(&mut self, method: &str) -> Answer {
+        let end = self.until(b"\r\n\r\n").await;
+        let head = String::from_utf8(self.buf.drain(..end + 4).collect()).unwrap();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap();
+        assert!(status_line.starts_with("HTTP/1.1 "), "{status_line}");
+        let status = status_line[9..12].parse().unwrap();
+        let mut headers: HashMap<String, String> = HashMap::new();
+        for line in lines.filter(|line| !line.is_empty()) {
+            let (name, value) = line.split_once(':').unwrap();
+            let value = value.trim().to_owned();
+            headers
+                .entry(name.to_ascii_lowercase())
+                .and_modify(|seen| {
+                    seen.push_str(", ");
+                    seen.push_str(&value);
+                })
+                .or_insert(value);
+        }
+        let body = if method == "HEAD" || status == 204 || status == 304 || status < 200 {
+            Vec::new()
+        } else if headers.get("transfer-encoding").map(String::as_str) == Some("chunked") {
+            self.chunked().await
+        } else if let Some(length) = headers.get("content-length") {
+            let length: usize = length.parse().unwrap();
+            while self.buf.len() < length {
+                assert!(self.fill().await, "closed inside a body");
+            }
+            self.buf.drain(..length).collect()
+        } else {
+            while self.fill().await {}
+            std::mem::take(&mut self.buf)
+        };
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn chunked(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let end = self.until(b"\r\n").await;
+            let line = String::from_utf8(self.buf.drain(..end + 2).collect()).unwrap();
+            let size = usize::from_str_radix(line.trim(), 16).unwrap();
+            if size == 0 {
+                let end = self.until(b"\r\n\r\n").await.min(self.until(b"\r\n").await);
+                self.buf.drain(..end + 2);
+                return body;
+            }
+            while self.buf.len() < size + 2 {
+                assert!(self.fill().await, "closed inside a chunk");
+            }
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+        }
+    }
+
+    /// `true` when the server closes the connection with nothing more to read.
+    async fn closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill().await
+    }
+}
+
+/// A proxy with one worker routing `echo.example` to an echo backend.
+async fn proxy() -> (Server, SocketAddr, EchoBackend) {
+    let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+    let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_workers(NonZeroUsize::new(1).unwrap());
+    let server = Server::start(config).unwrap();
+    let port = free_port();
+    let reply = put_config(
+        server.control_addr(),
+        &json!({
+            "version": 1,
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+            "httpRoutes": [{"name": "echo", "listeners": ["http"], "hostnames": ["echo.example"],
+                "rules": [{"backends": [{"name": "echo", "endpoints": [echo.addr().to_string()]}]}]}]
+        }),
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    (server, SocketAddr::from(([127, 0, 0, 1], port)), echo)
+}
+
+fn echoed_path(answer: &Answer) -> String {
+    let echo: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+    echo["path"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn pipelined_requests_are_answered_in_order_on_one_connection() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        // Three requests in one write: a GET, a sized POST, a chunked POST with a
+        // trailer, then a fourth after the answers.
+        client
+            .send(
+                b"GET /one HTTP/1.1\r\nhost: echo.example\r\n\r\n\
+                  POST /two HTTP/1.1\r\nhost: echo.example\r\ncontent-length: 5\r\n\r\nhello\
+                  POST /three HTTP/1.1\r\nhost: echo.example\r\ntransfer-encoding: chunked\r\n\r\n\
+                  3\r\nabc\r\n4;ext=1\r\ndefg\r\n0\r\nx-trailer: t\r\n\r\n",
+            )
+            .await;
+        for path in ["/one", "/two", "/three"] {
+            let answer = client.answer("GET").await;
+            assert_eq!(answer.status, 200);
+            assert_eq!(echoed_path(&answer), path);
+            assert!(answer.headers.contains_key("date"));
+            assert!(!answer.headers.contains_key("connection"));
+        }
+        client
+            .send(b"GET /four HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        assert_eq!(echoed_path(&client.answer("GET").await), "/four");
+
+        let seen = echo.requests();
+        assert_eq!(seen.len(), 4);
+        assert_eq!(&seen[1].body[..], b"hello");
+        assert_eq!(&seen[2].body[..], b"abcdefg");
+        // The client's framing is its own hop's: the backend got the body re-framed.
+        assert!(seen[2].header("transfer-encoding").len() <= 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn expect_continue_is_answered_before_the_body_is_read() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        client
+            .send(
+                b"PUT /upload HTTP/1.1\r\nhost: echo.example\r\ncontent-length: 6\r\n\
+                  expect: 100-continue\r\n\r\n",
+            )
+            .await;
+        let interim = client.answer("PUT").await;
+        assert_eq!(interim.status, 100);
+        client.send(b"parcel").await;
+        let answer = client.answer("PUT").await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(&echo.requests()[0].body[..], b"parcel");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn http10_clients_get_close_unless_they_ask_for_keep_alive() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, _echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        client
+            .send(b"GET /kept HTTP/1.0\r\nhost: echo.example\r\nconnection: keep-alive\r\n\r\n")
+            .await;
+        let answer = client.answer("GET").await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.headers["connection"], "keep-alive");
+        assert!(answer.headers.contains_key("content-length"));
+        client
+            .send(b"GET /last HTTP/1.0\r\nhost: echo.example\r\n\r\n")
+            .await;
+        let answer = client.answer("GET").await;
+        assert_eq!(echoed_path(&answer), "/last");
+        assert_eq!(answer.headers["connection"], "close");
+        assert!(client.closed().await);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn connection_close_head_and_local_answers() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        // HEAD: the length is announced, no body follows.
+        client
+            .send(b"HEAD /h HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        let answer = client.answer("HEAD").await;
+        assert_eq!(answer.status, 200);
+        // A local 404 to a POST whose small body was never read: the body is
+        // skipped and the connection serves the next request.
+        client
+            .send(b"POST /x HTTP/1.1\r\nhost: nowhere.example\r\ncontent-length: 3\r\n\r\nabc")
+            .await;
+        let answer = client.answer("POST").await;
+        assert_eq!(answer.status, 404);
+        assert_eq!(answer.headers["content-length"], "0");
+        assert!(answer.headers.contains_key("date"));
+        assert!(!answer.headers.contains_key("connection"));
+        client
+            .send(b"GET /bye HTTP/1.1\r\nhost: echo.example\r\nconnection: close\r\n\r\n")
+            .await;
+        let answer = client.answer("GET").await;
+        assert_eq!(echoed_path(&answer), "/bye");
+        assert_eq!(answer.headers["connection"], "close");
+        assert!(client.closed().await);
+        // The backend saw the HEAD and the last GET, never the 404's request.
+        let methods: Vec<String> = echo
+            .requests()
+            .iter()
+            .map(|r| r.method.to_string())
+            .collect();
+        assert_eq!(methods, ["HEAD", "GET"]);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_body_left_unread_closes_the_connection() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, _echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        // Only part of the announced body is sent; the 404 cannot wait for the rest.
+        client
+            .send(b"POST /x HTTP/1.1\r\nhost: nowhere.example\r\ncontent-length: 100\r\n\r\nabc")
+            .await;
+        let answer = client.answer("POST").await;
+        assert_eq!(answer.status, 404);
+        assert_eq!(answer.headers["connection"], "close");
+        assert!(client.closed().await);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn bad_heads_are_refused_and_the_connection_closes() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, echo) = proxy().await;
+        let oversized = format!(
+            "GET / HTTP/1.1\r\nhost: echo.example\r\nx-big: {}\r\n\r\n",
+            "a".repeat(70 * 1024)
+        );
+        let cases: [(&[u8], u16); 5] = [
+            (b"GET / HTTP/1.1\r\nhost echo.example\r\n\r\n", 400),
+            (b"GET /\x01 HTTP/1.1\r\nhost: echo.example\r\n\r\n", 400),
+            (
+                b"POST / HTTP/1.1\r\nhost: echo.example\r\ncontent-length: 3\r\n\
+                  transfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+                400,
+            ),
+            (
+                b"POST / HTTP/1.1\r\nhost: echo.example\r\ncontent-length: 3, 4\r\n\r\nabcd",
+                400,
+            ),
+            (oversized.as_bytes(), 431),
+        ];
+        for (request, status) in cases {
+            let mut client = Client::connect(addr).await;
+            client.send(request).await;
+            let answer = client.answer("GET").await;
+            assert_eq!(
+                answer.status,
+                status,
+                "{:?}",
+                String::from_utf8_lossy(&request[..40])
+            );
+            assert_eq!(answer.headers["connection"], "close");
+            assert!(client.closed().await);
+        }
+        assert!(echo.requests().is_empty());
+    })
+    .await
+    .unwrap();
+}
