@@ -43,6 +43,7 @@ use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_pr
 use super::http1::Upgraded;
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
+use super::wire::{RawFields, headers_mut};
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
@@ -187,8 +188,11 @@ impl Worker {
         request: Request<Incoming>,
         info: &ConnectionInfo,
     ) -> Response<RecordedBody> {
-        self.handle_request(request.map(ClientBody::Http2), None, info)
-            .await
+        let mut response = self
+            .handle_request(request.map(ClientBody::Http2), None, info)
+            .await;
+        headers_mut(&mut response);
+        response
     }
 
     /// Answers one request from a tunnel stream. It is routed as if it had arrived
@@ -233,8 +237,11 @@ impl Worker {
             tls: None,
             tunnel: true,
         };
-        self.handle_request(request.map(ClientBody::Tunnel), upgrade, &info)
-            .await
+        let mut response = self
+            .handle_request(request.map(ClientBody::Tunnel), upgrade, &info)
+            .await;
+        headers_mut(&mut response);
+        response
     }
 
     /// Answers one request, recording it for metrics and the access log when its
@@ -473,14 +480,17 @@ impl Worker {
                     .await
             }
         };
-        if response.status() != StatusCode::SWITCHING_PROTOCOLS {
+        // Raw fields (see `RawFields`) left the hop's fields behind already.
+        if response.status() != StatusCode::SWITCHING_PROTOCOLS
+            && response.extensions().get::<RawFields>().is_none()
+        {
             strip_hop_by_hop(response.headers_mut());
         }
         if let Some(modifier) = &filters.response_headers {
-            apply_header_modifier(modifier, response.headers_mut());
+            apply_header_modifier(modifier, headers_mut(&mut response));
         }
         if let Some(cors_headers) = cors_headers {
-            response.headers_mut().extend(cors_headers);
+            headers_mut(&mut response).extend(cors_headers);
         }
         response
     }
@@ -793,12 +803,14 @@ fn build_request(
 }
 
 /// The backend's response with the backend's own response header filter applied.
-fn backend_response(response: Response<UpstreamBody>, backend: &Backend) -> Response<ProxyBody> {
-    let (mut parts, body) = response.into_parts();
+fn backend_response(
+    mut response: Response<UpstreamBody>,
+    backend: &Backend,
+) -> Response<ProxyBody> {
     if let Some(modifier) = &backend.response_headers {
-        apply_header_modifier(modifier, &mut parts.headers);
+        apply_header_modifier(modifier, headers_mut(&mut response));
     }
-    Response::from_parts(parts, Either::Left(body))
+    response.map(Either::Left)
 }
 
 pub(crate) fn splitmix64(state: u64) -> u64 {

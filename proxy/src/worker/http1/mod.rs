@@ -45,6 +45,9 @@ use respond::{Asked, write_out, write_response};
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Bytes first reserved for writing a response: a head and a small body fit.
+const WRITE_START: usize = 4 * 1024;
+
 /// A client connection handed over after a `101`, with the bytes it sent past the
 /// upgrade request.
 pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
@@ -59,7 +62,6 @@ pub(super) async fn serve(
     draining: &mut watch::Receiver<bool>,
 ) {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
-    let mut out = Vec::new();
     let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
     loop {
         let head = {
@@ -86,13 +88,15 @@ pub(super) async fn serve(
         let head = match head {
             Ok(head) => head,
             Err(error) => {
-                out.extend_from_slice(error_response(error));
-                let _ = write_out(&conn, &mut out).await;
+                let _ = write_out(&conn, &mut error_response(error).to_vec()).await;
                 close(&conn).await;
                 return;
             }
         };
-        match serve_one(worker, &conn, head, info, draining, &mut out).await {
+        // Boxed: the request's future (several kilobytes) exists only while a request
+        // is in flight, so an idle kept-alive connection holds just this loop.
+        let exchange = Box::pin(serve_one(worker, &conn, head, info, draining));
+        match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
             Next::Close => {
                 close(&conn).await;
@@ -136,7 +140,6 @@ async fn serve_one(
     head: RequestHead,
     info: &ConnectionInfo,
     draining: &watch::Receiver<bool>,
-    out: &mut Vec<u8>,
 ) -> Next {
     let RequestHead {
         request,
@@ -160,6 +163,9 @@ async fn serve_one(
     let body = RequestBody::new(Rc::clone(conn), exchange);
     let request = request.map(|()| ClientBody::Http1(body));
     let response = worker.handle_request(request, upgrade, info).await;
+    // Per response, so an idle connection keeps no write buffer either.
+    let mut out = Vec::with_capacity(WRITE_START);
+    let out = &mut out;
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         return match handover {
             Some(handover) => write_switch(conn, &response, handover, out).await,
@@ -188,7 +194,7 @@ async fn write_switch<B>(
     encode_response_head(
         out,
         response.status(),
-        response.headers(),
+        (None, response.headers()),
         ResponseBodyFraming::None,
         None,
     );

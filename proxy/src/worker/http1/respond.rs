@@ -18,7 +18,7 @@ use hyper::body::Body;
 use super::conn::Conn;
 use crate::worker::record::RecordedBody;
 use crate::worker::wire::{
-    ResponseBodyFraming, encode_chunk_start, encode_last_chunk, encode_response_head,
+    RawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk, encode_response_head,
 };
 
 /// Gathered body bytes are written once they pass this size.
@@ -99,7 +99,14 @@ pub(super) async fn write_response(
         (true, true) => None,
     };
     let (parts, mut body) = response.into_parts();
-    encode_response_head(out, parts.status, &parts.headers, framing, connection);
+    let raw = parts.extensions.get::<RawFields>();
+    encode_response_head(
+        out,
+        parts.status,
+        (raw, &parts.headers),
+        framing,
+        connection,
+    );
     drop(parts);
     let result = match framing {
         ResponseBodyFraming::None => Ok(()),

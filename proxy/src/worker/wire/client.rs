@@ -3,10 +3,11 @@
 
 use std::mem::MaybeUninit;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap};
 use http::{Method, Response, StatusCode, Version};
 
+use super::raw::{RawFields, bodyless};
 use super::{
     ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
     field_spans, push_decimal, push_field, tokens,
@@ -79,9 +80,29 @@ pub(crate) fn encode_request_head(
 
 /// Takes one final response head off the front of `buf`, skipping interim `1xx`
 /// answers; `Ok(None)` until the head is complete.
+///
+/// The fields that go on unchanged are kept as [`RawFields`] (in the response's
+/// extensions, its header map left empty) when they form a few runs of lines, as
+/// they nearly always do; otherwise they are parsed into the header map.
 pub(crate) fn parse_response_head(
     buf: &mut BytesMut,
     method: &Method,
+) -> Result<Option<ResponseHead>, WireError> {
+    parse(buf, method, true)
+}
+
+/// Like [`parse_response_head`], always with the fields in the header map.
+pub(super) fn parse_response_head_into_map(
+    buf: &mut BytesMut,
+    method: &Method,
+) -> Result<Option<ResponseHead>, WireError> {
+    parse(buf, method, false)
+}
+
+fn parse(
+    buf: &mut BytesMut,
+    method: &Method,
+    raw_allowed: bool,
 ) -> Result<Option<ResponseHead>, WireError> {
     let config = httparse::ParserConfig::default();
     loop {
@@ -114,12 +135,46 @@ pub(crate) fn parse_response_head(
         let mut spans = [FieldSpan::default(); MAX_HEADERS];
         let count = field_spans(parsed.headers, buf.as_ptr(), &mut spans);
         let head = buf.split_to(len).freeze();
+        if raw_allowed {
+            if let Some(head) = raw_head(&head, &spans[..count], status, version, method)? {
+                return Ok(Some(head));
+            }
+        }
         let mut facts = ConnectionFacts::default();
-        let headers = build_headers(&head, &spans[..count], |name, value| {
+        let headers = build_headers(&head, &spans[..count], 0, |name, value| {
             facts.observe(name, value).map(|dropped| !dropped)
         })?;
         return Ok(Some(facts.finish(status, version, headers, method)));
     }
+}
+
+/// The head with its fields kept raw, or `None` when they do not fit in a few runs
+/// (or `Connection` names other fields to drop).
+fn raw_head(
+    head: &Bytes,
+    spans: &[FieldSpan],
+    status: StatusCode,
+    version: Version,
+    method: &Method,
+) -> Result<Option<ResponseHead>, WireError> {
+    let mut facts = ConnectionFacts::default();
+    let mut raw = RawFields::new(head.clone(), *method == Method::HEAD);
+    let has_body = !bodyless(method, status);
+    let mut fits = true;
+    for span in spans {
+        let name = span.name(head);
+        let dropped = facts.observe(name, span.value(head))?;
+        let framing = has_body && name.eq_ignore_ascii_case(b"content-length");
+        if fits && !dropped && !framing {
+            fits = raw.keep(span, name);
+        }
+    }
+    if !fits || !facts.named.is_empty() {
+        return Ok(None);
+    }
+    let mut head = facts.finish(status, version, HeaderMap::new(), method);
+    head.response.extensions_mut().insert(raw);
+    Ok(Some(head))
 }
 
 /// What the fields of a response head say about the connection and the body's
@@ -180,10 +235,7 @@ impl ConnectionFacts {
         for name in &self.named {
             headers.remove(name.as_str());
         }
-        let framing = if *method == Method::HEAD
-            || status == StatusCode::NO_CONTENT
-            || status == StatusCode::NOT_MODIFIED
-        {
+        let framing = if bodyless(method, status) {
             ResponseFraming::Empty
         } else if self.transfer_encoding {
             // Transfer-Encoding overrides Content-Length, which must then go.

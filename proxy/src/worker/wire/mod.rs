@@ -2,7 +2,8 @@
 //!
 //! - [`client`]: writing a request head to a backend and parsing its response head;
 //! - [`server`]: parsing a client's request head and writing the response head;
-//! - [`chunked`]: the chunked transfer coding, both ways.
+//! - [`chunked`]: the chunked transfer coding, both ways;
+//! - [`raw`]: response fields forwarded as the bytes they arrived in.
 //!
 //! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
 //! [`MAX_HEADERS`] fields, a malformed line or conflicting `Content-Length` values
@@ -16,12 +17,14 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 mod chunked;
 mod client;
+mod raw;
 mod server;
 
 pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
 pub(crate) use client::{
     RequestFraming, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
 };
+pub(crate) use raw::{RawFields, headers_mut};
 pub(crate) use server::{
     BodyFraming, RequestHead, ResponseBodyFraming, encode_response_head, error_response,
     parse_request_head,
@@ -64,6 +67,22 @@ pub(super) struct FieldSpan {
     value: (u32, u32),
 }
 
+impl FieldSpan {
+    fn range((at, len): (u32, u32)) -> std::ops::Range<usize> {
+        at as usize..at as usize + len as usize
+    }
+
+    /// The field's name in `head`.
+    pub(super) fn name<'h>(&self, head: &'h [u8]) -> &'h [u8] {
+        &head[Self::range(self.name)]
+    }
+
+    /// The field's value in `head`.
+    pub(super) fn value<'h>(&self, head: &'h [u8]) -> &'h [u8] {
+        &head[Self::range(self.value)]
+    }
+}
+
 /// The spans of `fields`, parsed out of a buffer starting at `base`, written into
 /// `spans`; returns how many there are.
 pub(super) fn field_spans(
@@ -84,22 +103,24 @@ pub(super) fn field_spans(
 }
 
 /// The header map of `head`: every field `keep` accepts (it sees name and value and
-/// may refuse the whole head). Values share `head`'s memory.
+/// may refuse the whole head), with room for `room` more fields (those the proxy
+/// will add, so the map does not grow on the request path). Values share `head`'s
+/// memory.
 pub(super) fn build_headers(
     head: &Bytes,
     spans: &[FieldSpan],
+    room: usize,
     mut keep: impl FnMut(&[u8], &[u8]) -> Result<bool, WireError>,
 ) -> Result<HeaderMap, WireError> {
-    let range = |(at, len): (u32, u32)| at as usize..at as usize + len as usize;
-    let mut headers = HeaderMap::with_capacity(spans.len());
+    let mut headers = HeaderMap::with_capacity(spans.len() + room);
     for span in spans {
-        let (name, value) = (range(span.name), range(span.value));
-        if !keep(&head[name.clone()], &head[value.clone()])? {
+        let name = span.name(head);
+        if !keep(name, span.value(head))? {
             continue;
         }
-        let name = HeaderName::from_bytes(&head[name]).map_err(|_| WireError::Malformed)?;
-        let value =
-            HeaderValue::from_maybe_shared(head.slice(value)).map_err(|_| WireError::Malformed)?;
+        let name = HeaderName::from_bytes(name).map_err(|_| WireError::Malformed)?;
+        let value = HeaderValue::from_maybe_shared(head.slice(FieldSpan::range(span.value)))
+            .map_err(|_| WireError::Malformed)?;
         headers.append(name, value);
     }
     Ok(headers)

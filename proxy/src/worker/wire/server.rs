@@ -15,10 +15,15 @@ use bytes::BytesMut;
 use http::header::{self, HeaderMap};
 use http::{Method, Request, StatusCode, Uri, Version};
 
+use super::raw::RawFields;
 use super::{
     ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
     field_spans, push_decimal, push_field, tokens,
 };
+
+/// Fields the proxy adds to a request on its way (`X-Forwarded-For`, `-Proto`,
+/// `-Host`, `Forwarded`, and a few a filter may set).
+const FORWARDING_ROOM: usize = 6;
 
 /// How a request body is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +90,7 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
     let head = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| WireError::Malformed)?;
     let mut facts = RequestFacts::default();
-    let headers = build_headers(&head, &spans[..count], |name, value| {
+    let headers = build_headers(&head, &spans[..count], FORWARDING_ROOM, |name, value| {
         facts.observe(name, value)?;
         Ok(true)
     })?;
@@ -156,18 +161,20 @@ impl RequestFacts {
     }
 }
 
-/// Appends a response head: the status line, the response's fields and the framing
-/// and connection fields this connection decided. For a `101` the fields are
+/// Appends a response head: the status line, the response's fields (raw ones
+/// first, then those of the map) and the framing and connection fields this
+/// connection decided. For a `101` the fields are
 /// written as they are (its `Connection` and `Upgrade` are the point); otherwise
 /// the response's own framing and connection fields are replaced. A `Date` is added
 /// when the response has none.
 pub(crate) fn encode_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
-    headers: &HeaderMap,
+    fields: (Option<&RawFields>, &HeaderMap),
     framing: ResponseBodyFraming,
     connection: Option<&'static [u8]>,
 ) {
+    let (raw, headers) = fields;
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
@@ -175,6 +182,11 @@ pub(crate) fn encode_response_head(
     out.extend_from_slice(b"\r\n");
     let upgrade = status == StatusCode::SWITCHING_PROTOCOLS;
     let mut dated = false;
+    // Raw fields hold neither framing nor connection fields.
+    if let Some(raw) = raw {
+        raw.runs().for_each(|run| out.extend_from_slice(run));
+        dated = raw.has_date();
+    }
     for (name, value) in headers {
         if !upgrade
             && (name == header::CONNECTION

@@ -79,12 +79,12 @@ fn a_head_is_parsed_once_complete_and_leaves_the_body() {
             .is_none()
     );
     buf.extend_from_slice(b"\r\n\r\nhello");
-    let head = parse_response_head(&mut buf, &Method::GET)
+    let mut head = parse_response_head(&mut buf, &Method::GET)
         .unwrap()
         .unwrap();
     assert_eq!(head.response.status(), StatusCode::OK);
     assert_eq!(head.response.version(), Version::HTTP_11);
-    assert_eq!(head.response.headers()["x-a"], "b");
+    assert_eq!(super::headers_mut(&mut head.response)["x-a"], "b");
     assert_eq!(head.framing, ResponseFraming::Length(5));
     assert!(head.keep_alive);
     assert_eq!(&buf[..], b"hello");
@@ -273,11 +273,15 @@ fn fields_of_the_hop_are_taken_out_of_the_head() {
     )
     .unwrap()
     .unwrap();
-    let mut names: Vec<&str> = head.response.headers().keys().map(|n| n.as_str()).collect();
+    let mut response = head.response;
+    let mut names: Vec<&str> = super::headers_mut(&mut response)
+        .keys()
+        .map(|n| n.as_str())
+        .collect();
     names.sort_unstable();
     assert_eq!(names, ["content-length", "x-end"]);
     assert!(head.keep_alive);
-    let closing = parse(
+    let mut closing = parse(
         b"HTTP/1.1 200 OK\r\nCONNECTION: Close\r\ncontent-length: 0\r\n\r\n",
         &Method::GET,
     )
@@ -285,10 +289,93 @@ fn fields_of_the_hop_are_taken_out_of_the_head() {
     .unwrap();
     assert!(!closing.keep_alive);
     assert_eq!(
-        closing.response.headers().len(),
+        super::headers_mut(&mut closing.response).len(),
         1,
         "only content-length is left"
     );
+}
+
+/// The raw runs of a parsed head, as text.
+fn raw_text(head: &super::ResponseHead) -> Option<String> {
+    let raw = head.response.extensions().get::<super::RawFields>()?;
+    Some(raw.runs().map(|run| String::from_utf8_lossy(run)).collect())
+}
+
+#[test]
+fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
+    let wire: &[u8] =
+        b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Mon, 30 Nov 2026 00:00:00 GMT\r\n\
+        Content-Type: text/html\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\
+        ETag: \"x\"\r\nTransfer-Encoding: identity\r\nX-Last:  spaced  \r\n\r\nabc";
+    let mut head = parse(wire, &Method::GET).unwrap().unwrap();
+    // Content-Length (the writer sets it from the framing) and the hop's fields are
+    // left out; everything else is the received bytes, in order.
+    assert_eq!(
+        raw_text(&head).unwrap(),
+        "Server: nginx\r\nDate: Mon, 30 Nov 2026 00:00:00 GMT\r\nContent-Type: text/html\r\n\
+         ETag: \"x\"\r\nX-Last:  spaced  \r\n"
+    );
+    assert!(head.response.headers().is_empty());
+    let raw = head
+        .response
+        .extensions()
+        .get::<super::RawFields>()
+        .unwrap();
+    assert!(raw.has_date());
+    // Parsed on demand, the map is what a parsed head has: Content-Length included,
+    // Transfer-Encoding (which then overrides it) taking it out again.
+    let headers = super::headers_mut(&mut head.response).clone();
+    assert!(
+        head.response
+            .extensions()
+            .get::<super::RawFields>()
+            .is_none()
+    );
+    assert_eq!(headers["server"], "nginx");
+    assert_eq!(headers["x-last"], "spaced");
+    assert!(!headers.contains_key("content-length"));
+    assert!(!headers.contains_key("connection"));
+
+    // Without a body, Content-Length describes the resource and is forwarded.
+    let head = parse(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nKeep-Alive: timeout=5\r\n\r\n",
+        &Method::HEAD,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(raw_text(&head).unwrap(), "Content-Length: 9\r\n");
+    let raw = head
+        .response
+        .extensions()
+        .get::<super::RawFields>()
+        .unwrap();
+    assert!(!raw.has_date());
+    assert_eq!(raw.to_map()["content-length"], "9");
+
+    // Fields a Connection header names, or a head cut into too many runs, are
+    // parsed into the map at once.
+    let named = parse(
+        b"HTTP/1.1 200 OK\r\nConnection: x-hop\r\nX-Hop: 1\r\ncontent-length: 0\r\n\r\n",
+        &Method::GET,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(raw_text(&named).is_none());
+    let names: Vec<&str> = named
+        .response
+        .headers()
+        .keys()
+        .map(|n| n.as_str())
+        .collect();
+    assert_eq!(names, ["content-length"]);
+    let mut cut = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for i in 0..6 {
+        cut.extend_from_slice(format!("x-{i}: v\r\nkeep-alive: 1\r\n").as_bytes());
+    }
+    cut.extend_from_slice(b"content-length: 0\r\n\r\n");
+    let cut = parse(&cut, &Method::GET).unwrap().unwrap();
+    assert!(raw_text(&cut).is_none());
+    assert_eq!(cut.response.headers().len(), 7);
 }
 
 fn parse_request(bytes: &[u8]) -> Result<Option<super::RequestHead>, WireError> {
@@ -395,7 +482,7 @@ fn response_heads_replace_framing_and_connection_fields() {
     super::encode_response_head(
         &mut out,
         StatusCode::OK,
-        &headers,
+        (None, &headers),
         ResponseBodyFraming::Length(3),
         Some(b"close"),
     );
@@ -409,7 +496,7 @@ fn response_heads_replace_framing_and_connection_fields() {
     super::encode_response_head(
         &mut out,
         StatusCode::NOT_FOUND,
-        &HeaderMap::new(),
+        (None, &HeaderMap::new()),
         ResponseBodyFraming::Chunked,
         None,
     );
@@ -431,7 +518,7 @@ fn response_heads_replace_framing_and_connection_fields() {
     super::encode_response_head(
         &mut out,
         StatusCode::SWITCHING_PROTOCOLS,
-        &headers,
+        (None, &headers),
         ResponseBodyFraming::None,
         Some(b"close"),
     );
