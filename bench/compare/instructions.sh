@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# User-space instructions per request of Culvert and HAProxy as reverse proxies in
-# front of the same loopback nginx backend, counted by valgrind's callgrind (with its
+# User-space instructions per request of Culvert, nginx and HAProxy as reverse
+# proxies in front of the same loopback nginx backend, counted by valgrind's callgrind (with its
 # cache simulation: L1 instruction and data misses per request too).
 #
 # Why next to run.sh: on a shared 2-vCPU VM, CPU time per request moves by ±15 %
@@ -10,8 +10,10 @@
 # absolute rates mean nothing; only the per-request counts do.
 #
 # Not part of the test suite. Needs root to apt-get valgrind, nginx, haproxy, wrk.
-# Binds 127.0.0.1 only (18080 Culvert, 18090 HAProxy, 19001 backend) and stops what
-# it started on exit.
+# Binds 127.0.0.1 only (18080 Culvert, 18090 HAProxy, 18095 nginx (also 18097 and
+# 18498, which its shared config declares), 19001 backend) and stops what it started
+# on exit. nginx runs as one process (`master_process off`) so valgrind sees its
+# worker; its config is run.sh's.
 #
 # Knobs: SECONDS_MEASURED=10, CONNS=16 (wrk connections), SKIP_BUILD=1,
 # CARGO_TARGET_DIR (default <repo>/target), SCENARIOS="h1 h1-close".
@@ -33,7 +35,7 @@ source "$HERE/../lib/process.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl
+install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl openssl:openssl
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
 fi
@@ -49,6 +51,13 @@ cat >"$RUN_DIR/culvert.json" <<'JSON'
  "httpRoutes": [{"namespace": "bench", "name": "all", "listeners": ["http"],
    "rules": [{"backends": [{"name": "bench/backend:80", "endpoints": ["127.0.0.1:19001"]}]}]}]}
 JSON
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -keyout "$RUN_DIR/key.pem" -out "$RUN_DIR/cert.pem" 2>/dev/null
+sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18095#" \
+    -e "s#@H2C_PORT@#18097#" -e "s#@TLS_PORT@#18498#" -e "s#@CERT@#$RUN_DIR/cert.pem#" \
+    -e "s#@KEY@#$RUN_DIR/key.pem#" -e "s#@NGINX_TLS_RESUMPTION@##" \
+    -e "s#^daemon off;#daemon off;\nmaster_process off;#" \
+    "$HERE/nginx-proxy.conf.in" >"$RUN_DIR/nginx-proxy.conf"
 cat >"$RUN_DIR/haproxy.cfg" <<'CFG'
 global
     nbthread 1
@@ -103,5 +112,7 @@ for scenario in $SCENARIOS; do
     measure culvert 18080 "$scenario" "$TARGET_DIR/release/culvert" serve \
         --config "$RUN_DIR/culvert.json" --control 127.0.0.1:18081 --workers 1 \
         --no-access-log --drain-grace 1s
+    measure nginx 18095 "$scenario" nginx -c "$RUN_DIR/nginx-proxy.conf" -p "$RUN_DIR" \
+        -e "$RUN_DIR/nginx-proxy.error.log"
     measure haproxy 18090 "$scenario" haproxy -db -f "$RUN_DIR/haproxy.cfg"
 done

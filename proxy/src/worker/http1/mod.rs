@@ -45,9 +45,6 @@ use respond::{Asked, write_out, write_response};
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Bytes first reserved for writing a response: a head and a small body fit.
-const WRITE_START: usize = 4 * 1024;
-
 /// A client connection handed over after a `101`, with the bytes it sent past the
 /// upgrade request.
 pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
@@ -163,12 +160,9 @@ async fn serve_one(
     let body = RequestBody::new(Rc::clone(conn), exchange);
     let request = request.map(|()| ClientBody::Http1(body));
     let response = worker.handle_request(request, upgrade, info).await;
-    // Per response, so an idle connection keeps no write buffer either.
-    let mut out = Vec::with_capacity(WRITE_START);
-    let out = &mut out;
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         return match handover {
-            Some(handover) => write_switch(conn, &response, handover, out).await,
+            Some(handover) => write_switch(conn, &response, handover).await,
             None => Next::Close,
         };
     }
@@ -178,7 +172,7 @@ async fn serve_one(
             && conn.borrow_mut().finish_buffered_body(),
         ..asked
     };
-    match write_response(conn, response, asked, out).await {
+    match write_response(conn, response, asked).await {
         Ok(true) => Next::Request,
         Ok(false) | Err(_) => Next::Close,
     }
@@ -189,16 +183,16 @@ async fn write_switch<B>(
     conn: &RefCell<Conn>,
     response: &http::Response<B>,
     handover: oneshot::Sender<Upgraded>,
-    out: &mut Vec<u8>,
 ) -> Next {
+    let mut out = Vec::with_capacity(512);
     encode_response_head(
-        out,
+        &mut out,
         response.status(),
         (None, response.headers()),
         ResponseBodyFraming::None,
         None,
     );
-    if write_out(conn, out).await.is_err()
+    if write_out(conn, &mut out).await.is_err()
         || poll_fn(|cx| conn.borrow_mut().poll_flush(cx))
             .await
             .is_err()

@@ -23,6 +23,8 @@ use crate::worker::wire::{
 
 /// Gathered body bytes are written once they pass this size.
 const WRITE_BATCH: usize = 64 * 1024;
+/// Room reserved for a response head (it grows if a head needs more).
+const HEAD_ROOM: usize = 512;
 
 /// What the request said that shapes its response.
 #[derive(Debug, Clone, Copy)]
@@ -83,15 +85,23 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// Writes `response` (head into `out`, which is left empty); `Ok(true)` when the
-/// connection can serve another request.
+/// Writes `response`; `Ok(true)` when the connection can serve another request.
+///
+/// The write buffer lives for one response (an idle connection keeps none), sized
+/// for the head and as much of the body as is gathered before a write.
 pub(super) async fn write_response(
     conn: &RefCell<Conn>,
     response: Response<RecordedBody>,
     asked: Asked,
-    out: &mut Vec<u8>,
 ) -> Result<bool, Broken> {
     let framing = framing(&response, asked);
+    let body_room = match framing {
+        ResponseBodyFraming::None => 0,
+        ResponseBodyFraming::Length(length) => length.min(WRITE_BATCH as u64) as usize,
+        ResponseBodyFraming::Chunked | ResponseBodyFraming::UntilClose => 4 * 1024,
+    };
+    let mut out = Vec::with_capacity(HEAD_ROOM + body_room);
+    let out = &mut out;
     let keep_alive = asked.keep_alive && framing != ResponseBodyFraming::UntilClose;
     let connection: Option<&'static [u8]> = match (keep_alive, asked.http11) {
         (false, _) => Some(b"close"),
