@@ -349,3 +349,31 @@ async fn bad_heads_are_refused_and_the_connection_closes() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn a_closing_connection_lingers_while_the_client_still_sends() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, _echo) = proxy().await;
+        let mut client = Client::connect(addr).await;
+        // The 404 is answered before the announced megabyte is sent. Closing right
+        // away would reset the connection under the client's remaining writes (and
+        // could destroy the answer before the client read it); lingering reads and
+        // drops them instead.
+        client
+            .send(
+                b"POST /x HTTP/1.1\r\nhost: nowhere.example\r\ncontent-length: 1000000\r\n\r\nabc",
+            )
+            .await;
+        let answer = client.answer("POST").await;
+        assert_eq!(answer.status, 404);
+        assert_eq!(answer.headers["connection"], "close");
+        assert!(client.closed().await, "our side is shut down");
+        let piece = vec![b'x'; 16 * 1024];
+        for _ in 0..32 {
+            client.stream.write_all(&piece).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -81,11 +81,20 @@ impl Conn {
             return self.poll_fill(cx, HEAD_READ);
         }
         // Nothing pending: read on the stack so an idle connection holds no buffer.
-        let mut stack = [MaybeUninit::<u8>::uninit(); HEAD_READ];
-        let mut buf = ReadBuf::uninit(&mut stack);
-        ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
-        self.read = BytesMut::from(buf.filled());
-        Poll::Ready(Ok(buf.filled().len()))
+        poll_read_on_stack(&mut self.io, cx, |bytes| self.read = BytesMut::from(bytes))
+    }
+
+    /// Whether the client may have sent bytes not read yet: a body not read to its
+    /// end, or bytes past the last head.
+    pub(super) fn may_have_unread(&self) -> bool {
+        !matches!(self.body, BodyState::Done) || !self.read.is_empty()
+    }
+
+    /// Reads and drops what the client sends (a closing connection); `Ok(0)` once
+    /// the client has closed.
+    pub(super) fn poll_discard(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        self.read = BytesMut::new();
+        poll_read_on_stack(&mut self.io, cx, |_| {})
     }
 
     /// Lets go of the read buffer when nothing is left in it.
@@ -260,6 +269,20 @@ impl Conn {
     pub(super) fn into_parts(self) -> (Box<dyn Io>, BytesMut) {
         (self.io, self.read)
     }
+}
+
+/// Reads into a buffer on the stack and hands what arrived to `take`; returns how
+/// many bytes (0: the peer closed).
+fn poll_read_on_stack(
+    io: &mut Box<dyn Io>,
+    cx: &mut Context<'_>,
+    take: impl FnOnce(&[u8]),
+) -> Poll<io::Result<usize>> {
+    let mut stack = [MaybeUninit::<u8>::uninit(); HEAD_READ];
+    let mut buf = ReadBuf::uninit(&mut stack);
+    ready!(Pin::new(io).poll_read(cx, &mut buf))?;
+    take(buf.filled());
+    Poll::Ready(Ok(buf.filled().len()))
 }
 
 /// Why a request body could not be read.

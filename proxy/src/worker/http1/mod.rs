@@ -45,6 +45,11 @@ use respond::{Asked, write_out, write_response};
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Longest a closing connection keeps reading what the client still sends.
+const LINGER: Duration = Duration::from_secs(5);
+/// Most bytes a closing connection reads and drops.
+const LINGER_BYTES: usize = 1024 * 1024;
+
 /// A client connection handed over after a `101`, with the bytes it sent past the
 /// upgrade request.
 pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
@@ -86,7 +91,7 @@ pub(super) async fn serve(
             Ok(head) => head,
             Err(error) => {
                 let _ = write_out(&conn, &mut error_response(error).to_vec()).await;
-                close(&conn).await;
+                close(&conn, info).await;
                 return;
             }
         };
@@ -96,7 +101,7 @@ pub(super) async fn serve(
         match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
             Next::Close => {
-                close(&conn).await;
+                close(&conn, info).await;
                 return;
             }
             Next::Upgrade(handover) => {
@@ -213,6 +218,30 @@ fn hand_over(conn: Rc<RefCell<Conn>>, handover: oneshot::Sender<Upgraded>) {
 }
 
 /// Flushes and shuts the connection down (a TLS `close_notify`, then a FIN).
-async fn close(conn: &RefCell<Conn>) {
+///
+/// When the client may still be sending (a request body left unread, bytes past the
+/// last head), closing at once could reset the connection before the client has
+/// read our last response; so the connection lingers like nginx's
+/// `lingering_close`: our side is shut down, and what arrives is read and dropped
+/// until the client closes, for at most [`LINGER`] and [`LINGER_BYTES`]. A clean
+/// clear-text connection is just closed (the FIN follows the data); TLS first sends
+/// its `close_notify`.
+async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo) {
+    let unread = conn.borrow().may_have_unread();
+    if !unread && info.tls.is_none() {
+        return;
+    }
     let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
+    if unread {
+        let mut left = LINGER_BYTES;
+        let drain = async {
+            while left > 0 {
+                match poll_fn(|cx| conn.borrow_mut().poll_discard(cx)).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => left = left.saturating_sub(read),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(LINGER, drain).await;
+    }
 }
