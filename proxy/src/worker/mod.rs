@@ -19,6 +19,7 @@ mod http1;
 mod proxy;
 mod record;
 mod sniff;
+mod stack_read;
 mod tunnel;
 mod upstream;
 mod wire;

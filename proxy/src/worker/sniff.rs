@@ -2,21 +2,22 @@
 //! without ALPN): HTTP/2 with prior knowledge starts with the connection preface
 //! (RFC 9113 §3.4), anything else is taken as HTTP/1.x.
 //!
-//! The first read is an ordinary one (a whole request head usually arrives in it),
-//! and [`Prefixed`] hands what it read to the HTTP server before reading the socket
+//! The first read is an ordinary one (a whole request head usually arrives in it,
+//! read on the stack, see [`super::stack_read`]), and [`Prefixed`] hands what it read to the HTTP server before reading the socket
 //! again, so telling the versions apart costs no extra syscall.
 
+use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::stack_read::poll_read_on_stack;
 
 /// What an HTTP/2 client sends first.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// Bytes reserved for the first read.
-const FIRST_READ: usize = 4096;
 
 /// The HTTP version of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,9 +32,11 @@ pub(crate) async fn detect<I>(io: &mut I) -> io::Result<Option<(HttpVersion, Byt
 where
     I: AsyncRead + Unpin,
 {
-    let mut read = BytesMut::with_capacity(FIRST_READ);
+    let mut read = BytesMut::new();
     loop {
-        if io.read_buf(&mut read).await? == 0 {
+        let arrived =
+            poll_fn(|cx| poll_read_on_stack(io, cx, |bytes| read.extend_from_slice(bytes))).await?;
+        if arrived == 0 {
             return Ok(None);
         }
         let seen = read.len().min(PREFACE.len());
@@ -42,9 +45,6 @@ where
         }
         if seen == PREFACE.len() {
             return Ok(Some((HttpVersion::Http2, read)));
-        }
-        if read.capacity() == read.len() {
-            read.reserve(FIRST_READ);
         }
     }
 }

@@ -8,13 +8,13 @@
 
 use std::future::Future;
 use std::io;
-use std::mem::MaybeUninit;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
+use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
     BodyFraming, Chunk, ChunkedDecoder, RequestHead, WireError, parse_request_head,
 };
@@ -24,7 +24,7 @@ pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {}
 
 impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
 
-/// Size of the stack buffer a request head is first read into.
+/// Bytes reserved when a request head needs another read.
 const HEAD_READ: usize = 4 * 1024;
 /// Bytes reserved for one read of a request body.
 const BODY_READ: usize = 16 * 1024;
@@ -269,20 +269,6 @@ impl Conn {
     pub(super) fn into_parts(self) -> (Box<dyn Io>, BytesMut) {
         (self.io, self.read)
     }
-}
-
-/// Reads into a buffer on the stack and hands what arrived to `take`; returns how
-/// many bytes (0: the peer closed).
-fn poll_read_on_stack(
-    io: &mut Box<dyn Io>,
-    cx: &mut Context<'_>,
-    take: impl FnOnce(&[u8]),
-) -> Poll<io::Result<usize>> {
-    let mut stack = [MaybeUninit::<u8>::uninit(); HEAD_READ];
-    let mut buf = ReadBuf::uninit(&mut stack);
-    ready!(Pin::new(io).poll_read(cx, &mut buf))?;
-    take(buf.filled());
-    Poll::Ready(Ok(buf.filled().len()))
 }
 
 /// Why a request body could not be read.

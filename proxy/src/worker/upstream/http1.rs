@@ -9,7 +9,7 @@
 //! never waits for the client. A streamed request body is written while the
 //! response head is awaited, so a backend that answers early (a `413`) is heard.
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
@@ -27,6 +27,7 @@ use tokio::net::TcpStream;
 
 use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
+use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
     Chunk, ChunkedDecoder, RequestFraming, ResponseFraming, ResponseHead, encode_chunk_start,
     encode_last_chunk, encode_request_head, parse_response_head,
@@ -339,8 +340,14 @@ async fn read_head<R: AsyncRead + Unpin>(
         {
             return Ok(head);
         }
-        read_buf.reserve(FIRST_READ);
-        match reader.read_buf(read_buf).await {
+        let read = if read_buf.is_empty() {
+            poll_fn(|cx| poll_read_on_stack(reader, cx, |bytes| *read_buf = BytesMut::from(bytes)))
+                .await
+        } else {
+            read_buf.reserve(FIRST_READ);
+            reader.read_buf(read_buf).await
+        };
+        match read {
             Ok(0) | Err(_) => return Err(UpstreamError::Protocol),
             Ok(_) => {}
         }
