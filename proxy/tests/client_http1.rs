@@ -1,8 +1,9 @@
 //! The HTTP/1.1 server side of the proxy, driven by a raw TCP client on loopback:
 //! keep-alive and pipelined requests answered in order, request bodies by length
 //! and chunked (with trailers), `Expect: 100-continue`, HTTP/1.0 clients, `HEAD`,
-//! `Connection: close`, a body the proxy answered without reading, and the heads
-//! that are refused (malformed 400, ambiguous framing 400, too large 431). The echo
+//! `Connection: close`, a body the proxy answered without reading, lingering close,
+//! trailers only for clients that take them, a client going away mid-request, and
+//! the heads that are refused (malformed 400, ambiguous framing 400, too large 431). The echo
 //! backend records what arrived, so the tests see what went through.
 #![allow(
     clippy::unwrap_used,
@@ -23,7 +24,9 @@ use http::StatusCode;
 use serde_json::json;
 use support::{free_port, put_config};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -94,7 +97,15 @@ impl Client {
         let body = if method == "HEAD" || status == 204 || status == 304 || status < 200 {
             Vec::new()
         } else if headers.get("transfer-encoding").map(String::as_str) == Some("chunked") {
-            self.chunked().await
+            let (body, trailers) = self.chunked().await;
+            for line in trailers.split("\r\n").filter(|line| !line.is_empty()) {
+                let (name, value) = line.split_once(':').unwrap();
+                headers.insert(
+                    format!("trailer:{}", name.to_ascii_lowercase()),
+                    value.trim().to_owned(),
+                );
+            }
+            body
         } else if let Some(length) = headers.get("content-length") {
             let length: usize = length.parse().unwrap();
             while self.buf.len() < length {
@@ -112,16 +123,24 @@ impl Client {
         }
     }
 
-    async fn chunked(&mut self) -> Vec<u8> {
+    /// A chunked body and its trailer section (as text).
+    async fn chunked(&mut self) -> (Vec<u8>, String) {
         let mut body = Vec::new();
         loop {
             let end = self.until(b"\r\n").await;
             let line = String::from_utf8(self.buf.drain(..end + 2).collect()).unwrap();
             let size = usize::from_str_radix(line.trim(), 16).unwrap();
             if size == 0 {
-                let end = self.until(b"\r\n\r\n").await.min(self.until(b"\r\n").await);
-                self.buf.drain(..end + 2);
-                return body;
+                // Either an empty line at once, or trailer lines and then one.
+                let mut trailers = String::new();
+                loop {
+                    let end = self.until(b"\r\n").await;
+                    let line = String::from_utf8(self.buf.drain(..end + 2).collect()).unwrap();
+                    if line == "\r\n" {
+                        return (body, trailers);
+                    }
+                    trailers.push_str(&line);
+                }
             }
             while self.buf.len() < size + 2 {
                 assert!(self.fill().await, "closed inside a chunk");
@@ -140,6 +159,12 @@ impl Client {
 /// A proxy with one worker routing `echo.example` to an echo backend.
 async fn proxy() -> (Server, SocketAddr, EchoBackend) {
     let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+    let (server, addr) = proxy_to(echo.addr()).await;
+    (server, addr, echo)
+}
+
+/// A proxy with one worker routing `echo.example` to `backend`.
+async fn proxy_to(backend: SocketAddr) -> (Server, SocketAddr) {
     let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
         .with_workers(NonZeroUsize::new(1).unwrap());
     let server = Server::start(config).unwrap();
@@ -150,13 +175,50 @@ async fn proxy() -> (Server, SocketAddr, EchoBackend) {
             "version": 1,
             "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
             "httpRoutes": [{"name": "echo", "listeners": ["http"], "hostnames": ["echo.example"],
-                "rules": [{"backends": [{"name": "echo", "endpoints": [echo.addr().to_string()]}]}]}]
+                "rules": [{"backends": [{"name": "echo", "endpoints": [backend.to_string()]}]}]}]
         }),
         None,
     )
     .await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    (server, SocketAddr::from(([127, 0, 0, 1], port)), echo)
+    (server, SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// A backend that answers each request head with `answer` (or never, when empty)
+/// and reports, for each connection, how long after its first request the proxy
+/// closed it.
+async fn raw_backend(answer: &'static [u8]) -> (SocketAddr, mpsc::UnboundedReceiver<Duration>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (closed, closes) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let closed = closed.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let mut started = None;
+                loop {
+                    let n = stream.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    seen.extend_from_slice(&chunk[..n]);
+                    if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        seen.clear();
+                        started.get_or_insert_with(Instant::now);
+                        if !answer.is_empty() && stream.write_all(answer).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                if let Some(started) = started {
+                    let _ = closed.send(started.elapsed());
+                }
+            });
+        }
+    });
+    (addr, closes)
 }
 
 fn echoed_path(answer: &Answer) -> String {
@@ -373,6 +435,55 @@ async fn a_closing_connection_lingers_while_the_client_still_sends() {
             client.stream.write_all(&piece).await.unwrap();
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_client_going_away_cancels_its_request_upstream() {
+    tokio::time::timeout(LIMIT, async {
+        // The backend never answers; only the proxy dropping the exchange ends its
+        // connection.
+        let (backend, mut closes) = raw_backend(b"").await;
+        let (_server, addr) = proxy_to(backend).await;
+        let mut client = Client::connect(addr).await;
+        client
+            .send(b"GET /slow HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop(client);
+        let held = tokio::time::timeout(Duration::from_secs(10), closes.recv())
+            .await
+            .expect("the upstream exchange was not dropped")
+            .unwrap();
+        assert!(held < Duration::from_secs(5), "held {held:?}");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn trailers_reach_only_clients_that_take_them() {
+    tokio::time::timeout(LIMIT, async {
+        let (backend, _closes) = raw_backend(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-sum: 7\r\n\r\n",
+        )
+        .await;
+        let (_server, addr) = proxy_to(backend).await;
+        let mut client = Client::connect(addr).await;
+        client
+            .send(b"GET /t HTTP/1.1\r\nhost: echo.example\r\nte: trailers\r\n\r\n")
+            .await;
+        let answer = client.answer("GET").await;
+        assert_eq!(answer.body, b"abc");
+        assert_eq!(answer.headers["trailer:x-sum"], "7");
+        client
+            .send(b"GET /t HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        let answer = client.answer("GET").await;
+        assert_eq!(answer.body, b"abc");
+        assert!(!answer.headers.contains_key("trailer:x-sum"));
     })
     .await
     .unwrap();

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    BodyFraming, Chunk, ChunkedDecoder, RequestHead, WireError, parse_request_head,
+    BodyFraming, Chunk, ChunkedDecoder, MAX_HEAD, RequestHead, WireError, parse_request_head,
 };
 
 /// What a connection is carried on: TCP, TLS, or either with bytes already read.
@@ -123,7 +123,7 @@ impl Conn {
     /// Bytes of the body of `exchange` still to come, when known.
     pub(super) fn body_remaining(&self, exchange: u64) -> Option<u64> {
         match self.body {
-            _ if exchange != self.exchange => Some(0),
+            _ if exchange != self.exchange => None,
             BodyState::Done => Some(0),
             BodyState::Length(remaining) => Some(remaining),
             BodyState::Chunked(_) | BodyState::Broken => None,
@@ -137,7 +137,8 @@ impl Conn {
         exchange: u64,
     ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, BodyError>>> {
         if exchange != self.exchange {
-            return Poll::Ready(None);
+            // Never a clean end: the reader would take a cut body for a whole one.
+            return Poll::Ready(Some(Err(BodyError::Broken)));
         }
         if self.continue_due > 0 {
             ready!(self.poll_continue(cx)).map_err(BodyError::Io)?;
@@ -265,9 +266,41 @@ impl Conn {
         Pin::new(&mut self.io).poll_shutdown(cx)
     }
 
-    /// The connection's IO and the bytes read past the last head, for an upgrade.
-    pub(super) fn into_parts(self) -> (Box<dyn Io>, BytesMut) {
-        (self.io, self.read)
+    /// Takes the connection's IO and the bytes read past the last head (for an
+    /// upgrade, or to close it); what is left reads as closed, and a body of an
+    /// earlier request fails.
+    pub(super) fn take_io(&mut self) -> (Box<dyn Io>, BytesMut) {
+        self.end_exchange();
+        let io = std::mem::replace(&mut self.io, Box::new(tokio::io::empty()));
+        (io, std::mem::take(&mut self.read))
+    }
+
+    /// Ends the current exchange: its body, wherever it is held, fails from now on.
+    pub(super) fn end_exchange(&mut self) {
+        self.body = BodyState::Broken;
+        self.exchange += 1;
+        self.continue_due = 0;
+    }
+
+    /// The final response is being written: a `100 Continue` may no longer be sent.
+    pub(super) fn answered(&mut self) {
+        self.continue_due = 0;
+    }
+
+    /// Ready when the client has closed or broken the connection. Pending while a
+    /// request body is being read (its reader sees the close) or once more than a
+    /// head's worth of bytes waits unread.
+    pub(super) fn poll_client_gone(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while matches!(self.body, BodyState::Done) && self.read.len() <= MAX_HEAD {
+            let read = &mut self.read;
+            match ready!(poll_read_on_stack(&mut self.io, cx, |bytes| {
+                read.extend_from_slice(bytes);
+            })) {
+                Ok(0) | Err(_) => return Poll::Ready(()),
+                Ok(_) => {}
+            }
+        }
+        Poll::Pending
     }
 }
 

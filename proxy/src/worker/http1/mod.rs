@@ -13,14 +13,14 @@
 
 use std::cell::RefCell;
 use std::future::poll_fn;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::BytesMut;
 use http::{Method, StatusCode, Version};
 use tokio::sync::{oneshot, watch};
-use tokio::time::{Instant, sleep};
+use tokio::time::{Instant, Sleep, sleep};
 
 use super::Worker;
 use super::body::ClientBody;
@@ -45,6 +45,9 @@ use respond::{Asked, write_out, write_response};
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a request is in flight before the connection is watched for the client
+/// going away.
+const WATCH_AFTER: Duration = Duration::from_secs(1);
 /// Longest a closing connection keeps reading what the client still sends.
 const LINGER: Duration = Duration::from_secs(5);
 /// Most bytes a closing connection reads and drops.
@@ -97,7 +100,14 @@ pub(super) async fn serve(
         };
         // Boxed: the request's future (several kilobytes) exists only while a request
         // is in flight, so an idle kept-alive connection holds just this loop.
-        let exchange = Box::pin(serve_one(worker, &conn, head, info, draining));
+        let exchange = Box::pin(serve_one(
+            worker,
+            &conn,
+            head,
+            info,
+            draining,
+            deadline.as_mut(),
+        ));
         match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
             Next::Close => {
@@ -105,7 +115,7 @@ pub(super) async fn serve(
                 return;
             }
             Next::Upgrade(handover) => {
-                hand_over(conn, handover);
+                hand_over(&conn, handover);
                 return;
             }
         }
@@ -142,17 +152,20 @@ async fn serve_one(
     head: RequestHead,
     info: &ConnectionInfo,
     draining: &watch::Receiver<bool>,
+    timer: Pin<&mut Sleep>,
 ) -> Next {
     let RequestHead {
         request,
         body,
         keep_alive,
         expect_continue,
+        trailers,
     } = head;
     let asked = Asked {
         head: request.method() == Method::HEAD,
         http11: request.version() == Version::HTTP_11,
         keep_alive,
+        trailers,
     };
     let exchange = conn.borrow_mut().start_body(body, expect_continue);
     let (handover, upgrade) = match upgrade_protocol(request.headers(), request.version()) {
@@ -164,19 +177,30 @@ async fn serve_one(
     };
     let body = RequestBody::new(Rc::clone(conn), exchange);
     let request = request.map(|()| ClientBody::Http1(body));
-    let response = worker.handle_request(request, upgrade, info).await;
+    let response = tokio::select! {
+        biased;
+        response = worker.handle_request(request, upgrade, info) => response,
+        // The client went away: its request is dropped, and with it the upstream
+        // exchange (nginx's default, `proxy_ignore_client_abort off`).
+        () = client_gone(conn, timer) => return Next::Close,
+    };
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         return match handover {
             Some(handover) => write_switch(conn, &response, handover).await,
             None => Next::Close,
         };
     }
+    // A body still held elsewhere (an h2c upload hyper drives in its own task) may
+    // still be read from this connection: it cannot carry another request.
+    let body_released = Rc::strong_count(conn) == 1;
     let asked = Asked {
         keep_alive: asked.keep_alive
             && !*draining.borrow()
+            && body_released
             && conn.borrow_mut().finish_buffered_body(),
         ..asked
     };
+    conn.borrow_mut().answered();
     match write_response(conn, response, asked).await {
         Ok(true) => Next::Request,
         Ok(false) | Err(_) => Next::Close,
@@ -208,13 +232,10 @@ async fn write_switch<B>(
 }
 
 /// Hands the connection, with the bytes read past the upgrade request, to whoever
-/// splices it to the backend. Nothing else may hold it by then (the request body is
-/// gone with its request); if something does, the connection just closes.
-fn hand_over(conn: Rc<RefCell<Conn>>, handover: oneshot::Sender<Upgraded>) {
-    if let Ok(conn) = Rc::try_unwrap(conn) {
-        let (io, read) = conn.into_inner().into_parts();
-        let _ = handover.send(Prefixed::new(read, io));
-    }
+/// splices it to the backend.
+fn hand_over(conn: &RefCell<Conn>, handover: oneshot::Sender<Upgraded>) {
+    let (io, read) = conn.borrow_mut().take_io();
+    let _ = handover.send(Prefixed::new(read, io));
 }
 
 /// Flushes and shuts the connection down (a TLS `close_notify`, then a FIN).
@@ -228,10 +249,11 @@ fn hand_over(conn: Rc<RefCell<Conn>>, handover: oneshot::Sender<Upgraded>) {
 /// its `close_notify`.
 async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo) {
     let unread = conn.borrow().may_have_unread();
-    if !unread && info.tls.is_none() {
-        return;
+    // A body still held elsewhere fails from here on instead of reading on.
+    conn.borrow_mut().end_exchange();
+    if unread || info.tls.is_some() {
+        let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
     }
-    let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
     if unread {
         let mut left = LINGER_BYTES;
         let drain = async {
@@ -244,4 +266,16 @@ async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo) {
         };
         let _ = tokio::time::timeout(LINGER, drain).await;
     }
+    // Closed now, even if a body of the last request is still held somewhere.
+    drop(conn.borrow_mut().take_io());
+}
+
+/// Resolves when the client closes or breaks the connection while its request is in
+/// flight. Watched only once the request has taken [`WATCH_AFTER`] (a quick exchange
+/// never pays for the extra read) and only while no request body is being read;
+/// bytes the client sends meanwhile (a pipelined request) are kept.
+async fn client_gone(conn: &RefCell<Conn>, mut timer: Pin<&mut Sleep>) {
+    timer.as_mut().reset(Instant::now() + WATCH_AFTER);
+    timer.await;
+    poll_fn(|cx| conn.borrow_mut().poll_client_gone(cx)).await;
 }

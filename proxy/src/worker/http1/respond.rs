@@ -35,6 +35,9 @@ pub(super) struct Asked {
     pub(super) http11: bool,
     /// The connection is to be kept after this response.
     pub(super) keep_alive: bool,
+    /// The client takes trailers (`TE: trailers`); without it, a response's
+    /// trailers are dropped (as hyper did).
+    pub(super) trailers: bool,
 }
 
 /// The response could not be written whole (the client went away, the response
@@ -75,6 +78,16 @@ fn framing(response: &Response<RecordedBody>, asked: Asked) -> ResponseBodyFrami
     }
 }
 
+/// The response itself says `Connection: close` (a header filter may set it).
+fn asks_close(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+}
+
 fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(header::CONTENT_LENGTH)?
@@ -95,6 +108,10 @@ pub(super) async fn write_response(
     asked: Asked,
 ) -> Result<bool, Broken> {
     let framing = framing(&response, asked);
+    let asked = Asked {
+        keep_alive: asked.keep_alive && !asks_close(response.headers()),
+        ..asked
+    };
     let body_room = match framing {
         ResponseBodyFraming::None => 0,
         ResponseBodyFraming::Length(length) => length.min(WRITE_BATCH as u64) as usize,
@@ -120,7 +137,7 @@ pub(super) async fn write_response(
     drop(parts);
     let result = match framing {
         ResponseBodyFraming::None => Ok(()),
-        _ => write_body(conn, &mut body, framing, out).await,
+        _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
     };
     if result.is_ok() && !out.is_empty() {
         write_out(conn, out).await?;
@@ -135,7 +152,7 @@ pub(super) async fn write_response(
 async fn write_body(
     conn: &RefCell<Conn>,
     body: &mut RecordedBody,
-    framing: ResponseBodyFraming,
+    (framing, trailers_taken): (ResponseBodyFraming, bool),
     out: &mut Vec<u8>,
 ) -> Result<(), Broken> {
     let mut left = match framing {
@@ -163,9 +180,10 @@ async fn write_body(
         match frame.into_data() {
             Ok(data) => put_data(&data, framing, &mut left, out)?,
             Err(frame) => {
-                // Trailers go out only in a chunked body; elsewhere there is no room.
-                if let (Ok(trailers), ResponseBodyFraming::Chunked) =
-                    (frame.into_trailers(), framing)
+                // Trailers go out only in a chunked body to a client that takes
+                // them; elsewhere they are dropped.
+                if let (Ok(trailers), ResponseBodyFraming::Chunked, true) =
+                    (frame.into_trailers(), framing, trailers_taken)
                 {
                     encode_last_chunk(out, Some(&trailers));
                     last_chunk_written = true;

@@ -47,6 +47,12 @@ impl RawFields {
         let Some(newline) = self.head[value_end..].iter().position(|&b| b == b'\n') else {
             return false;
         };
+        // A line ending in a bare LF is not passed on as it is (the head is parsed
+        // into a map and written with CRLFs).
+        let line_feed = value_end + newline;
+        if self.head.get(line_feed.wrapping_sub(1)) != Some(&b'\r') {
+            return false;
+        }
         let end = (value_end + newline + 1) as u32;
         self.has_date |= name.eq_ignore_ascii_case(b"date");
         match self

@@ -45,6 +45,8 @@ pub(crate) struct RequestHead {
     pub(crate) keep_alive: bool,
     /// The client waits for `100 Continue` before sending its body.
     pub(crate) expect_continue: bool,
+    /// The client takes trailers (`TE: trailers`).
+    pub(crate) trailers: bool,
 }
 
 /// How a response body is framed on the wire.
@@ -109,6 +111,7 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
         body,
         keep_alive,
         expect_continue: facts.expect_continue && version == Version::HTTP_11,
+        trailers: facts.trailers,
     }))
 }
 
@@ -124,6 +127,8 @@ struct RequestFacts {
     /// `Connection: keep-alive` (what an HTTP/1.0 client must send to keep it).
     keep_alive: bool,
     expect_continue: bool,
+    /// `TE: trailers`.
+    trailers: bool,
 }
 
 impl RequestFacts {
@@ -141,6 +146,8 @@ impl RequestFacts {
                 self.close |= token.eq_ignore_ascii_case(b"close");
                 self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
             }
+        } else if name.eq_ignore_ascii_case(b"te") {
+            self.trailers |= tokens(value).any(|token| token.eq_ignore_ascii_case(b"trailers"));
         } else if name.eq_ignore_ascii_case(b"expect") {
             self.expect_continue = value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }

@@ -373,6 +373,15 @@ fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
         cut.extend_from_slice(format!("x-{i}: v\r\nkeep-alive: 1\r\n").as_bytes());
     }
     cut.extend_from_slice(b"content-length: 0\r\n\r\n");
+    // A line ending in a bare LF is not forwarded as it came.
+    let bare = parse(
+        b"HTTP/1.1 200 OK\r\nx-a: 1\nx-b: 2\r\ncontent-length: 0\r\n\r\n",
+        &Method::GET,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(raw_text(&bare).is_none());
+    assert_eq!(bare.response.headers()["x-a"], "1");
     let cut = parse(&cut, &Method::GET).unwrap().unwrap();
     assert!(raw_text(&cut).is_none());
     assert_eq!(cut.response.headers().len(), 7);
