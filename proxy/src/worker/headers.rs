@@ -56,13 +56,24 @@ pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<
         return None;
     }
     let upgrade = headers.get(header::UPGRADE)?;
-    let named = headers
-        .get_all(header::CONNECTION)
+    has_token(headers, &header::CONNECTION, "upgrade").then(|| upgrade.clone())
+}
+
+/// The comma-separated items of every `name` field (trimmed; fields that are not
+/// text are skipped).
+fn field_tokens<'h>(headers: &'h HeaderMap, name: &HeaderName) -> impl Iterator<Item = &'h str> {
+    headers
+        .get_all(name)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
-    named.then(|| upgrade.clone())
+        .map(str::trim)
+}
+
+/// Whether a `name` field lists `token` (case-insensitively), as in
+/// `Connection: close`.
+pub(crate) fn has_token(headers: &HeaderMap, name: &HeaderName, token: &str) -> bool {
+    field_tokens(headers, name).any(|item| item.eq_ignore_ascii_case(token))
 }
 
 /// Removes the hop-by-hop headers and every header the `Connection` header names;
@@ -81,23 +92,13 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
     // Tokens `Connection` names (other than the usual `close` and `keep-alive`,
     // which name no header).
-    let named: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .map(str::trim)
+    let named: Vec<HeaderName> = field_tokens(headers, &header::CONNECTION)
         .filter(|token| {
             !token.eq_ignore_ascii_case("close") && !token.eq_ignore_ascii_case("keep-alive")
         })
         .filter_map(|token| HeaderName::from_bytes(token.as_bytes()).ok())
         .collect();
-    let wants_trailers = headers
-        .get_all(header::TE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("trailers"));
+    let wants_trailers = has_token(headers, &header::TE, "trailers");
     for name in named.iter().chain(&present) {
         headers.remove(name);
     }

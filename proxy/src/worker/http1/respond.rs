@@ -16,6 +16,7 @@ use http::{HeaderMap, Response, StatusCode, header};
 use hyper::body::Body;
 
 use super::conn::Conn;
+use crate::worker::headers::has_token;
 use crate::worker::record::RecordedBody;
 use crate::worker::wire::{
     RawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk, encode_response_head,
@@ -78,16 +79,6 @@ fn framing(response: &Response<RecordedBody>, asked: Asked) -> ResponseBodyFrami
     }
 }
 
-/// The response itself says `Connection: close` (a header filter may set it).
-fn asks_close(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("close"))
-}
-
 fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(header::CONTENT_LENGTH)?
@@ -109,7 +100,9 @@ pub(super) async fn write_response(
 ) -> Result<bool, Broken> {
     let framing = framing(&response, asked);
     let asked = Asked {
-        keep_alive: asked.keep_alive && !asks_close(response.headers()),
+        // The response itself may say `Connection: close` (a header filter can).
+        keep_alive: asked.keep_alive
+            && !has_token(response.headers(), &header::CONNECTION, "close"),
         ..asked
     };
     let body_room = match framing {
