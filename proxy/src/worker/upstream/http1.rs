@@ -29,7 +29,7 @@ use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    Chunk, ChunkedDecoder, RequestFraming, ResponseFraming, ResponseHead, encode_chunk_start,
+    BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, ResponseHead, encode_chunk_start,
     encode_last_chunk, encode_request_head, parse_response_head,
 };
 
@@ -196,14 +196,14 @@ pub(crate) async fn exchange(
 /// The body to send and its framing on the wire. A body that has already ended is
 /// sent buffered (empty bodies included); `Content-Length: 0` is written when the
 /// method expects a body or the client sent one.
-fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming) {
+fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, BodyFraming) {
     let bytes = match body {
         Either::Right(full) => full_bytes(full),
         Either::Left(streamed) if streamed.is_end_stream() => Bytes::new(),
         Either::Left(streamed) => {
             let framing = match streamed.size_hint().exact() {
-                Some(length) => RequestFraming::Length(length),
-                None => RequestFraming::Chunked,
+                Some(length) => BodyFraming::Length(length),
+                None => BodyFraming::Chunked,
             };
             return (Outgoing::Streamed(streamed), framing);
         }
@@ -212,9 +212,9 @@ fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, RequestFraming) {
         || parts.headers.contains_key(http::header::CONTENT_LENGTH)
         || matches!(parts.method, Method::POST | Method::PUT | Method::PATCH);
     let framing = if announce {
-        RequestFraming::Length(bytes.len() as u64)
+        BodyFraming::Length(bytes.len() as u64)
     } else {
-        RequestFraming::None
+        BodyFraming::Empty
     };
     (Outgoing::Buffered(bytes), framing)
 }
@@ -239,7 +239,7 @@ fn full_bytes(mut full: Full<Bytes>) -> Bytes {
 async fn streamed_exchange(
     conn: &mut Connection,
     body: CountedBody,
-    framing: RequestFraming,
+    framing: BodyFraming,
     method: &Method,
 ) -> Result<ResponseHead, UpstreamError> {
     let Connection {
@@ -275,11 +275,11 @@ enum SendError {
 async fn send_body<W: AsyncWrite + Unpin>(
     writer: &mut W,
     mut body: CountedBody,
-    framing: RequestFraming,
+    framing: BodyFraming,
 ) -> Result<(), SendError> {
-    let chunked = framing == RequestFraming::Chunked;
+    let chunked = framing == BodyFraming::Chunked;
     let declared = match framing {
-        RequestFraming::Length(length) => Some(length),
+        BodyFraming::Length(length) => Some(length),
         _ => None,
     };
     let mut sent = 0u64;

@@ -9,21 +9,10 @@ use http::{Method, Response, StatusCode, Version};
 
 use super::raw::{RawFields, bodyless};
 use super::{
-    ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
-    field_spans, push_decimal, push_field, tokens,
+    BodyFraming, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError,
+    build_headers, field_spans, push_decimal, push_field, tokens,
 };
 use crate::worker::headers::HOP_BY_HOP;
-
-/// How a request body is framed on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RequestFraming {
-    /// No body and no framing header (a `GET` without a body).
-    None,
-    /// `Content-Length: n`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked` (the length is not known up front).
-    Chunked,
-}
 
 /// How a response body ends (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +43,7 @@ pub(crate) fn encode_request_head(
     method: &Method,
     target: &str,
     headers: &HeaderMap,
-    framing: RequestFraming,
+    framing: BodyFraming,
 ) {
     out.extend_from_slice(method.as_str().as_bytes());
     out.push(b' ');
@@ -67,13 +56,13 @@ pub(crate) fn encode_request_head(
         push_field(out, name.as_str().as_bytes(), value.as_bytes());
     }
     match framing {
-        RequestFraming::None => {}
-        RequestFraming::Length(length) => {
+        BodyFraming::Empty => {}
+        BodyFraming::Length(length) => {
             out.extend_from_slice(b"content-length: ");
             push_decimal(out, length);
             out.extend_from_slice(b"\r\n");
         }
-        RequestFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        BodyFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     out.extend_from_slice(b"\r\n");
 }

@@ -21,14 +21,23 @@ mod raw;
 mod server;
 
 pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
-pub(crate) use client::{
-    RequestFraming, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
-};
+pub(crate) use client::{ResponseFraming, ResponseHead, encode_request_head, parse_response_head};
 pub(crate) use raw::{RawFields, headers_mut};
 pub(crate) use server::{
-    BodyFraming, RequestHead, ResponseBodyFraming, encode_response_head, error_response,
-    parse_request_head,
+    RequestHead, ResponseBodyFraming, encode_response_head, error_response, parse_request_head,
 };
+
+/// How a request body is framed on the wire, in both directions: what a client's
+/// head announced, and what the head written to a backend announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// No body and no framing field (a `GET`).
+    Empty,
+    /// `Content-Length: n` (a parsed request head never has 0 here: that is `Empty`).
+    Length(u64),
+    /// `Transfer-Encoding: chunked` (the length is not known up front).
+    Chunked,
+}
 
 /// Largest message head (or trailer section) accepted.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;

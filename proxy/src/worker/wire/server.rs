@@ -17,24 +17,13 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
-    field_spans, push_decimal, push_field, tokens,
+    BodyFraming, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError,
+    build_headers, field_spans, push_decimal, push_field, tokens,
 };
 
 /// Fields the proxy adds to a request on its way (`X-Forwarded-For`, `-Proto`,
 /// `-Host`, `Forwarded`, and a few a filter may set).
 const FORWARDING_ROOM: usize = 6;
-
-/// How a request body is framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BodyFraming {
-    /// No body.
-    Empty,
-    /// Exactly this many bytes (more than zero).
-    Length(u64),
-    /// Chunked transfer coding.
-    Chunked,
-}
 
 /// A parsed request head.
 #[derive(Debug)]

@@ -3,7 +3,7 @@ use http::header::HeaderMap;
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    Chunk, ChunkedDecoder, RequestFraming, ResponseFraming, WireError, encode_chunk_start,
+    BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, WireError, encode_chunk_start,
     encode_last_chunk, encode_request_head, parse_response_head,
 };
 
@@ -25,7 +25,7 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::POST,
         "/p?q=1",
         &headers,
-        RequestFraming::Length(12),
+        BodyFraming::Length(12),
     );
     assert_eq!(
         String::from_utf8(out).unwrap(),
@@ -37,7 +37,7 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::GET,
         "/",
         &HeaderMap::new(),
-        RequestFraming::None,
+        BodyFraming::Empty,
     );
     assert_eq!(out, b"GET / HTTP/1.1\r\n\r\n");
     let mut out = Vec::new();
@@ -46,7 +46,7 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::PUT,
         "/",
         &HeaderMap::new(),
-        RequestFraming::Chunked,
+        BodyFraming::Chunked,
     );
     assert_eq!(out, b"PUT / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n");
 }
@@ -399,7 +399,7 @@ fn request_heads_carry_their_framing_and_keep_alive() {
     assert_eq!(head.request.method(), Method::POST);
     assert_eq!(head.request.uri(), "/a?b=1");
     assert_eq!(head.request.headers()["host"], "x");
-    assert_eq!(head.body, super::BodyFraming::Length(5));
+    assert_eq!(head.body, BodyFraming::Length(5));
     assert!(head.keep_alive);
     assert!(!head.expect_continue);
 
@@ -409,7 +409,7 @@ fn request_heads_carry_their_framing_and_keep_alive() {
     )
     .unwrap()
     .unwrap();
-    assert_eq!(head.body, super::BodyFraming::Chunked);
+    assert_eq!(head.body, BodyFraming::Chunked);
     assert!(head.expect_continue);
     assert!(!head.keep_alive);
 
@@ -417,7 +417,7 @@ fn request_heads_carry_their_framing_and_keep_alive() {
         .unwrap()
         .unwrap();
     assert_eq!(head.request.version(), Version::HTTP_10);
-    assert_eq!(head.body, super::BodyFraming::Empty);
+    assert_eq!(head.body, BodyFraming::Empty);
     assert!(!head.keep_alive);
     let head = parse_request(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
         .unwrap()
