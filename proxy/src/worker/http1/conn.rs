@@ -11,12 +11,13 @@ use std::io;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, ready};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use hyper::body::Frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    BodyFraming, Chunk, ChunkedDecoder, MAX_HEAD, RequestHead, WireError, parse_request_head,
+    BodyDecoder, BodyFraming, Chunk, MAX_HEAD, RequestHead, WireError, parse_request_head,
 };
 
 /// What a connection is carried on: TCP, TLS, or either with bytes already read.
@@ -31,24 +32,13 @@ const BODY_READ: usize = 16 * 1024;
 /// The interim answer to `Expect: 100-continue`.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// Where the current request's body stands.
-#[derive(Debug)]
-enum BodyState {
-    /// Read to its end (or there was none).
-    Done,
-    /// This many bytes still to come.
-    Length(u64),
-    Chunked(ChunkedDecoder),
-    /// The client broke the body off or sent a malformed one.
-    Broken,
-}
-
 /// One client connection: its IO, the bytes read and not yet used, and the body of
 /// the request being served.
 pub(crate) struct Conn {
     io: Box<dyn Io>,
     read: BytesMut,
-    body: BodyState,
+    /// The body of the current request.
+    body: BodyDecoder,
     /// Bytes of `100 Continue` still to be written before the body is first read.
     continue_due: usize,
     /// Counts requests, so a body kept past its exchange reads nothing.
@@ -61,7 +51,7 @@ impl Conn {
         Self {
             io,
             read,
-            body: BodyState::Done,
+            body: BodyDecoder::request(BodyFraming::Empty),
             continue_due: 0,
             exchange: 0,
         }
@@ -87,7 +77,7 @@ impl Conn {
     /// Whether the client may have sent bytes not read yet: a body not read to its
     /// end, or bytes past the last head.
     pub(super) fn may_have_unread(&self) -> bool {
-        !matches!(self.body, BodyState::Done) || !self.read.is_empty()
+        !self.body.is_done() || !self.read.is_empty()
     }
 
     /// Reads and drops what the client sends (a closing connection); `Ok(0)` once
@@ -107,12 +97,8 @@ impl Conn {
     /// Starts the body of a new request; returns the exchange it belongs to.
     pub(super) fn start_body(&mut self, framing: BodyFraming, expect_continue: bool) -> u64 {
         self.exchange += 1;
-        self.body = match framing {
-            BodyFraming::Empty => BodyState::Done,
-            BodyFraming::Length(length) => BodyState::Length(length),
-            BodyFraming::Chunked => BodyState::Chunked(ChunkedDecoder::default()),
-        };
-        self.continue_due = if expect_continue && !matches!(self.body, BodyState::Done) {
+        self.body = BodyDecoder::request(framing);
+        self.continue_due = if expect_continue && !self.body.is_done() {
             CONTINUE.len()
         } else {
             0
@@ -122,11 +108,10 @@ impl Conn {
 
     /// Bytes of the body of `exchange` still to come, when known.
     pub(super) fn body_remaining(&self, exchange: u64) -> Option<u64> {
-        match self.body {
-            _ if exchange != self.exchange => None,
-            BodyState::Done => Some(0),
-            BodyState::Length(remaining) => Some(remaining),
-            BodyState::Chunked(_) | BodyState::Broken => None,
+        if exchange == self.exchange {
+            self.body.remaining()
+        } else {
+            None
         }
     }
 
@@ -135,8 +120,8 @@ impl Conn {
         &mut self,
         cx: &mut Context<'_>,
         exchange: u64,
-    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, BodyError>>> {
-        if exchange != self.exchange {
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if exchange != self.exchange || self.body.is_failed() {
             // Never a clean end: the reader would take a cut body for a whole one.
             return Poll::Ready(Some(Err(BodyError::Broken)));
         }
@@ -144,55 +129,25 @@ impl Conn {
             ready!(self.poll_continue(cx)).map_err(BodyError::Io)?;
         }
         loop {
-            let step = match &mut self.body {
-                BodyState::Done => return Poll::Ready(None),
-                BodyState::Broken => return Poll::Ready(Some(Err(BodyError::Broken))),
-                BodyState::Length(remaining) => {
-                    if self.read.is_empty() {
-                        Chunk::Incomplete
-                    } else {
-                        let take = usize::try_from(*remaining)
-                            .map_or(self.read.len(), |r| r.min(self.read.len()));
-                        *remaining -= take as u64;
-                        if *remaining == 0 {
-                            self.body = BodyState::Done;
-                        }
-                        Chunk::Data(self.read.split_to(take).freeze())
-                    }
+            match self.body.decode(&mut self.read) {
+                Ok(Chunk::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(Chunk::Trailers(trailers)) => {
+                    return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
                 }
-                BodyState::Chunked(decoder) => match decoder.decode(&mut self.read) {
-                    Ok(step) => step,
-                    Err(error) => {
-                        self.body = BodyState::Broken;
-                        return Poll::Ready(Some(Err(BodyError::Wire(error))));
-                    }
+                Ok(Chunk::End) => return Poll::Ready(None),
+                Ok(Chunk::Incomplete) => {}
+                Err(error) => return Poll::Ready(Some(Err(BodyError::Wire(error)))),
+            }
+            let error = match ready!(self.poll_fill(cx, BODY_READ)) {
+                Ok(0) => match self.body.end_of_input() {
+                    Ok(()) => continue,
+                    Err(error) => BodyError::Wire(error),
                 },
+                Ok(_) => continue,
+                Err(error) => BodyError::Io(error),
             };
-            match step {
-                Chunk::Data(data) => return Poll::Ready(Some(Ok(hyper::body::Frame::data(data)))),
-                Chunk::Trailers(trailers) => {
-                    self.body = BodyState::Done;
-                    return Poll::Ready(Some(Ok(hyper::body::Frame::trailers(trailers))));
-                }
-                Chunk::End => {
-                    self.body = BodyState::Done;
-                    return Poll::Ready(None);
-                }
-                Chunk::Incomplete => {}
-            }
-            match ready!(self.poll_fill(cx, BODY_READ)) {
-                Ok(0) => {
-                    self.body = BodyState::Broken;
-                    return Poll::Ready(Some(Err(BodyError::Io(
-                        io::ErrorKind::UnexpectedEof.into(),
-                    ))));
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    self.body = BodyState::Broken;
-                    return Poll::Ready(Some(Err(BodyError::Io(error))));
-                }
-            }
+            self.body = BodyDecoder::abandoned();
+            return Poll::Ready(Some(Err(error)));
         }
     }
 
@@ -201,21 +156,10 @@ impl Conn {
     /// over, so the next request can be read.
     pub(super) fn finish_buffered_body(&mut self) -> bool {
         loop {
-            match &mut self.body {
-                BodyState::Done => return true,
-                BodyState::Broken => return false,
-                BodyState::Length(remaining) => {
-                    if (self.read.len() as u64) < *remaining {
-                        return false;
-                    }
-                    self.read.advance(*remaining as usize);
-                    self.body = BodyState::Done;
-                }
-                BodyState::Chunked(decoder) => match decoder.decode(&mut self.read) {
-                    Ok(Chunk::Data(_)) => {}
-                    Ok(Chunk::Trailers(_) | Chunk::End) => self.body = BodyState::Done,
-                    Ok(Chunk::Incomplete) | Err(_) => return false,
-                },
+            match self.body.decode(&mut self.read) {
+                Ok(Chunk::Data(_)) => {}
+                Ok(Chunk::Trailers(_) | Chunk::End) => return true,
+                Ok(Chunk::Incomplete) | Err(_) => return false,
             }
         }
     }
@@ -277,7 +221,7 @@ impl Conn {
 
     /// Ends the current exchange: its body, wherever it is held, fails from now on.
     pub(super) fn end_exchange(&mut self) {
-        self.body = BodyState::Broken;
+        self.body = BodyDecoder::abandoned();
         self.exchange += 1;
         self.continue_due = 0;
     }
@@ -291,7 +235,7 @@ impl Conn {
     /// request body is being read (its reader sees the close) or once more than a
     /// head's worth of bytes waits unread.
     pub(super) fn poll_client_gone(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        while matches!(self.body, BodyState::Done) && self.read.len() <= MAX_HEAD {
+        while self.body.is_done() && self.read.len() <= MAX_HEAD {
             let read = &mut self.read;
             match ready!(poll_read_on_stack(&mut self.io, cx, |bytes| {
                 read.extend_from_slice(bytes);
@@ -309,7 +253,7 @@ impl Conn {
 pub(crate) enum BodyError {
     #[error("reading the request body: {0}")]
     Io(io::Error),
-    #[error("malformed request body: {0}")]
+    #[error("bad request body: {0}")]
     Wire(WireError),
     #[error("the request body broke off earlier")]
     Broken,

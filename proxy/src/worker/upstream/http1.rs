@@ -29,8 +29,8 @@ use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, ResponseHead, encode_chunk_start,
-    encode_last_chunk, encode_request_head, parse_response_head,
+    BodyDecoder, BodyFraming, Chunk, ResponseHead, encode_chunk_start, encode_last_chunk,
+    encode_request_head, parse_response_head,
 };
 
 /// Bytes reserved for the first read of an exchange: a response head and a small
@@ -362,37 +362,24 @@ fn is_idempotent(method: &Method) -> bool {
     )
 }
 
-enum BodyState {
-    Length(u64),
-    Chunked(ChunkedDecoder),
-    UntilClose,
-    Done,
-}
-
 /// A response body read off its connection as it is polled; the connection goes
 /// back to the pool when the body ends cleanly and the response allowed it.
 pub(crate) struct ResponseBody {
     conn: Option<Connection>,
-    state: BodyState,
+    decoder: BodyDecoder,
     keep_alive: bool,
     home: Option<Home>,
 }
 
 impl ResponseBody {
     fn start(conn: Connection, head: ResponseHead, home: Home) -> Response<Self> {
-        let state = match head.framing {
-            ResponseFraming::Empty | ResponseFraming::Length(0) => BodyState::Done,
-            ResponseFraming::Length(length) => BodyState::Length(length),
-            ResponseFraming::Chunked => BodyState::Chunked(ChunkedDecoder::default()),
-            ResponseFraming::UntilClose => BodyState::UntilClose,
-        };
         let mut body = Self {
             conn: Some(conn),
-            state,
+            decoder: BodyDecoder::response(head.framing),
             keep_alive: head.keep_alive,
             home: Some(home),
         };
-        if matches!(body.state, BodyState::Done) {
+        if body.decoder.is_done() {
             body.release();
         }
         head.response.map(|()| body)
@@ -400,7 +387,6 @@ impl ResponseBody {
 
     /// The body is over: the connection goes home if it is clean, else closes.
     fn release(&mut self) {
-        self.state = BodyState::Done;
         let (Some(mut conn), Some(home)) = (self.conn.take(), self.home.take()) else {
             return;
         };
@@ -412,7 +398,7 @@ impl ResponseBody {
 
     fn fail(&mut self, error: impl Into<BoxError>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.conn = None;
-        self.state = BodyState::Done;
+        self.decoder = BodyDecoder::abandoned();
         Poll::Ready(Some(Err(error.into())))
     }
 }
@@ -430,49 +416,33 @@ impl Body for ResponseBody {
             let Some(conn) = this.conn.as_mut() else {
                 return Poll::Ready(None);
             };
-            match &mut this.state {
-                BodyState::Done => {
+            match this.decoder.decode(&mut conn.read_buf) {
+                Ok(Chunk::Data(data)) => {
+                    if this.decoder.is_done() {
+                        this.release();
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Ok(Chunk::Trailers(trailers)) => {
+                    this.release();
+                    return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                }
+                Ok(Chunk::End) => {
                     this.release();
                     return Poll::Ready(None);
                 }
-                BodyState::Length(remaining) if !conn.read_buf.is_empty() => {
-                    let take = usize::try_from(*remaining)
-                        .map_or(conn.read_buf.len(), |r| r.min(conn.read_buf.len()));
-                    let data = conn.read_buf.split_to(take).freeze();
-                    *remaining -= take as u64;
-                    if *remaining == 0 {
-                        this.release();
-                    }
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                BodyState::Chunked(decoder) => match decoder.decode(&mut conn.read_buf) {
-                    Ok(Chunk::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
-                    Ok(Chunk::Trailers(trailers)) => {
-                        this.release();
-                        return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
-                    }
-                    Ok(Chunk::End) => {
-                        this.release();
-                        return Poll::Ready(None);
-                    }
-                    Ok(Chunk::Incomplete) => {}
-                    Err(error) => return this.fail(error),
-                },
-                BodyState::UntilClose if !conn.read_buf.is_empty() => {
-                    let data = conn.read_buf.split().freeze();
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                BodyState::Length(_) | BodyState::UntilClose => {}
+                Ok(Chunk::Incomplete) => {}
+                Err(error) => return this.fail(error),
             }
             match ready!(conn.poll_fill(cx)) {
-                Ok(0) if matches!(this.state, BodyState::UntilClose) => {
-                    this.conn = None;
-                    this.state = BodyState::Done;
-                    return Poll::Ready(None);
-                }
-                Ok(0) => {
-                    return this.fail("the backend closed the connection before the body ended");
-                }
+                Ok(0) => match this.decoder.end_of_input() {
+                    // Read until close: the connection is spent.
+                    Ok(()) => this.conn = None,
+                    Err(_) => {
+                        return this
+                            .fail("the backend closed the connection before the body ended");
+                    }
+                },
                 Ok(_) => {}
                 Err(error) => return this.fail(error),
             }
@@ -480,14 +450,12 @@ impl Body for ResponseBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.state, BodyState::Done)
+        self.decoder.is_done()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self.state {
-            BodyState::Length(remaining) => SizeHint::with_exact(remaining),
-            BodyState::Done => SizeHint::with_exact(0),
-            BodyState::Chunked(_) | BodyState::UntilClose => SizeHint::default(),
-        }
+        self.decoder
+            .remaining()
+            .map_or_else(SizeHint::default, SizeHint::with_exact)
     }
 }

@@ -3,6 +3,7 @@
 //! - [`client`]: writing a request head to a backend and parsing its response head;
 //! - [`server`]: parsing a client's request head and writing the response head;
 //! - [`chunked`]: the chunked transfer coding, both ways;
+//! - [`body`]: reading a body of any framing off a buffer, both ways;
 //! - [`raw`]: response fields forwarded as the bytes they arrived in.
 //!
 //! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
@@ -15,11 +16,13 @@ use std::mem::MaybeUninit;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
+mod body;
 mod chunked;
 mod client;
 mod raw;
 mod server;
 
+pub(crate) use body::BodyDecoder;
 pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
 pub(crate) use client::{ResponseFraming, ResponseHead, encode_request_head, parse_response_head};
 pub(crate) use raw::{RawFields, headers_mut};
@@ -60,6 +63,10 @@ pub(crate) enum WireError {
     /// or both `Transfer-Encoding` and `Content-Length` in one.
     #[error("unsupported or ambiguous request framing")]
     BadFraming,
+    /// A body ended before its framing said it would (the peer closed, or the body
+    /// was abandoned with its exchange).
+    #[error("message body cut short")]
+    Truncated,
     /// `101 Switching Protocols` to a request that asked for no upgrade.
     #[error("unexpected 101 from the backend")]
     UnexpectedUpgrade,

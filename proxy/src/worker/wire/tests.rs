@@ -3,8 +3,8 @@ use http::header::HeaderMap;
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, WireError, encode_chunk_start,
-    encode_last_chunk, encode_request_head, parse_response_head,
+    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, WireError,
+    encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
 };
 
 fn parse(bytes: &[u8], method: &Method) -> Result<Option<super::ResponseHead>, WireError> {
@@ -537,4 +537,92 @@ fn response_heads_replace_framing_and_connection_fields() {
         "{text}"
     );
     assert!(!text.contains("close"), "{text}");
+}
+
+/// Feeds `wire` to `decoder` `step` bytes at a time, then closes the input; returns
+/// the body bytes and how it ended.
+fn read_body(
+    mut decoder: BodyDecoder,
+    wire: &[u8],
+    step: usize,
+) -> (Vec<u8>, Result<Option<HeaderMap>, WireError>) {
+    let mut buf = BytesMut::new();
+    let mut body = Vec::new();
+    let mut fed = 0;
+    loop {
+        match decoder.decode(&mut buf) {
+            Ok(Chunk::Data(data)) => {
+                assert!(!data.is_empty(), "empty data step");
+                body.extend_from_slice(&data);
+            }
+            Ok(Chunk::Trailers(trailers)) => return (body, Ok(Some(trailers))),
+            Ok(Chunk::End) => return (body, Ok(None)),
+            Err(error) => return (body, Err(error)),
+            Ok(Chunk::Incomplete) if fed == wire.len() => {
+                return (body, decoder.end_of_input().map(|()| None));
+            }
+            Ok(Chunk::Incomplete) => {
+                let next = (fed + step).min(wire.len());
+                buf.extend_from_slice(&wire[fed..next]);
+                fed = next;
+            }
+        }
+    }
+}
+
+#[test]
+fn bodies_of_every_framing_decode_whatever_the_read_sizes() {
+    for step in [1, 3, 64] {
+        let (body, end) = read_body(BodyDecoder::request(BodyFraming::Length(5)), b"hello", step);
+        assert_eq!((body.as_slice(), end), (&b"hello"[..], Ok(None)));
+
+        let chunked = BodyDecoder::request(BodyFraming::Chunked);
+        let (body, end) = read_body(chunked, b"2\r\nhi\r\n0\r\nx-t: 1\r\n\r\n", step);
+        assert_eq!(body, b"hi");
+        assert_eq!(end.unwrap().unwrap()["x-t"], "1");
+
+        let until_close = BodyDecoder::response(ResponseFraming::UntilClose);
+        let (body, end) = read_body(until_close, b"all of it", step);
+        assert_eq!((body.as_slice(), end), (&b"all of it"[..], Ok(None)));
+    }
+    let mut empty = BodyDecoder::response(ResponseFraming::Length(0));
+    assert!(empty.is_done());
+    assert_eq!(empty.remaining(), Some(0));
+    assert_eq!(empty.decode(&mut BytesMut::new()), Ok(Chunk::End));
+}
+
+#[test]
+fn a_sized_body_stops_at_its_length_and_leaves_the_next_message() {
+    let mut decoder = BodyDecoder::request(BodyFraming::Length(3));
+    assert_eq!(decoder.remaining(), Some(3));
+    let mut buf = BytesMut::from(&b"abcGET / HTTP/1.1\r\n"[..]);
+    assert_eq!(decoder.decode(&mut buf), Ok(Chunk::Data("abc".into())));
+    assert!(decoder.is_done());
+    assert_eq!(decoder.decode(&mut buf), Ok(Chunk::End));
+    assert_eq!(&buf[..], b"GET / HTTP/1.1\r\n");
+}
+
+#[test]
+fn cut_and_malformed_bodies_fail_and_stay_failed() {
+    let (body, end) = read_body(BodyDecoder::request(BodyFraming::Length(10)), b"short", 2);
+    assert_eq!(
+        (body.as_slice(), end),
+        (&b"short"[..], Err(WireError::Truncated))
+    );
+    let (_, end) = read_body(BodyDecoder::request(BodyFraming::Chunked), b"5\r\nhel", 2);
+    assert_eq!(end, Err(WireError::Truncated));
+
+    let mut decoder = BodyDecoder::request(BodyFraming::Chunked);
+    let mut buf = BytesMut::from(&b"zz\r\n"[..]);
+    assert_eq!(decoder.decode(&mut buf), Err(WireError::Malformed));
+    assert!(decoder.is_failed());
+    let mut good = BytesMut::from(&b"0\r\n\r\n"[..]);
+    assert_eq!(decoder.decode(&mut good), Err(WireError::Malformed));
+    assert_eq!(decoder.end_of_input(), Err(WireError::Malformed));
+
+    let mut abandoned = BodyDecoder::abandoned();
+    assert!(abandoned.is_failed());
+    assert_eq!(abandoned.remaining(), None);
+    let mut data = BytesMut::from(&b"data"[..]);
+    assert_eq!(abandoned.decode(&mut data), Err(WireError::Truncated));
 }
