@@ -168,28 +168,39 @@ async fn serve_http<I>(
         HttpVersion::Http1 => {
             http1::serve(&worker, Box::new(io), prefix, &info, &mut draining).await;
         }
+        // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
+        // line keeps every HTTP/1 connection's task (what an idle client costs) small.
         HttpVersion::Http2 => {
-            let io = TokioIo::new(Prefixed::new(prefix, io));
-            let info = Rc::new(info);
-            // HTTP/2 moves each request future into a task of its own: boxed, a
-            // pointer is moved instead of the whole future.
-            let service = service_fn(move |request| {
-                let worker = Rc::clone(&worker);
-                let info = Rc::clone(&info);
-                Box::pin(
-                    async move { Ok::<_, Infallible>(worker.handle_http2(request, &info).await) },
-                )
-            });
-            let connection = http2::Builder::new(LocalExec)
-                .timer(TokioTimer::new())
-                .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
-                .serve_connection(io, service);
-            until_closed(pin!(connection), &mut draining, |connection| {
-                connection.graceful_shutdown();
-            })
-            .await;
+            Box::pin(serve_http2(worker, Prefixed::new(prefix, io), info, draining)).await;
         }
     }
+}
+
+/// Serves HTTP/2 on `io` until the client closes or the worker drains.
+async fn serve_http2<I>(
+    worker: Rc<Worker>,
+    io: I,
+    info: ConnectionInfo,
+    mut draining: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let info = Rc::new(info);
+    // HTTP/2 moves each request future into a task of its own: boxed, a pointer is
+    // moved instead of the whole future.
+    let service = service_fn(move |request| {
+        let worker = Rc::clone(&worker);
+        let info = Rc::clone(&info);
+        Box::pin(async move { Ok::<_, Infallible>(worker.handle_http2(request, &info).await) })
+    });
+    let connection = http2::Builder::new(LocalExec)
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .serve_connection(TokioIo::new(io), service);
+    until_closed(pin!(connection), &mut draining, |connection| {
+        connection.graceful_shutdown();
+    })
+    .await;
 }
 
 /// Drives `connection` until it ends; when the worker starts draining, asks it to
