@@ -77,16 +77,17 @@ impl ConnectionInfo {
     }
 }
 
-/// Serves one accepted connection to the end; `open` counts it in the listener's
-/// metrics until it closes.
-pub(super) async fn serve(
+/// Starts serving one accepted connection on this worker's thread; `open` counts
+/// it in the listener's metrics until it closes. What the connection's task keeps
+/// for its whole life is worked out here, so the task (what an idle client costs)
+/// holds only handles to it.
+pub(super) fn spawn(
     worker: Rc<Worker>,
     stream: TcpStream,
     peer: SocketAddr,
     bound: SocketAddr,
     open: OpenConnection,
 ) {
-    let _open = (worker.open_connection(), open);
     // A socket bound to one address and port was accepted on exactly that: no need
     // to ask the kernel (a syscall per connection).
     let local = if bound.ip().is_unspecified() || bound.port() == 0 {
@@ -98,19 +99,31 @@ pub(super) async fn serve(
         bound
     };
     // TCP_NODELAY comes from the listening socket (see `bind_reuseport`).
-    let server_config = worker
+    let tls = worker
         .cell()
         .load()
         .as_ref()
         .and_then(|snapshot| snapshot.tls.server_config(bound).cloned());
-    let info = ConnectionInfo {
+    let info = Rc::new(ConnectionInfo {
         peer,
         local,
         bound,
         tls: None,
         tunnel: false,
-    };
-    match server_config {
+    });
+    tokio::task::spawn_local(serve(worker, stream, info, tls, open));
+}
+
+/// Serves one connection to the end.
+async fn serve(
+    worker: Rc<Worker>,
+    stream: TcpStream,
+    info: Rc<ConnectionInfo>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    open: OpenConnection,
+) {
+    let _open = (worker.open_connection(), open);
+    match tls {
         None => serve_http(worker, stream, info, None).await,
         // Boxed: a TLS session is several kilobytes, and keeping it out of line keeps
         // every clear-text connection's task small.
@@ -121,7 +134,7 @@ pub(super) async fn serve(
 async fn serve_tls(
     worker: Rc<Worker>,
     stream: TcpStream,
-    mut info: ConnectionInfo,
+    mut info: Rc<ConnectionInfo>,
     config: Arc<rustls::ServerConfig>,
 ) {
     let accept = TlsAcceptor::from(config).accept(stream);
@@ -129,7 +142,8 @@ async fn serve_tls(
         return;
     };
     let session = stream.get_ref().1;
-    info.tls = Some(session.server_name().map(Arc::from));
+    // The only holder yet: this sets the field in place.
+    Rc::make_mut(&mut info).tls = Some(session.server_name().map(Arc::from));
     let version = match session.alpn_protocol() {
         Some(b"h2") => Some(HttpVersion::Http2),
         Some(b"http/1.1") => Some(HttpVersion::Http1),
@@ -142,7 +156,7 @@ async fn serve_tls(
 async fn serve_http<I>(
     worker: Rc<Worker>,
     mut io: I,
-    info: ConnectionInfo,
+    info: Rc<ConnectionInfo>,
     version: Option<HttpVersion>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -171,7 +185,13 @@ async fn serve_http<I>(
         // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
         // line keeps every HTTP/1 connection's task (what an idle client costs) small.
         HttpVersion::Http2 => {
-            Box::pin(serve_http2(worker, Prefixed::new(prefix, io), info, draining)).await;
+            Box::pin(serve_http2(
+                worker,
+                Prefixed::new(prefix, io),
+                info,
+                draining,
+            ))
+            .await;
         }
     }
 }
@@ -180,12 +200,11 @@ async fn serve_http<I>(
 async fn serve_http2<I>(
     worker: Rc<Worker>,
     io: I,
-    info: ConnectionInfo,
+    info: Rc<ConnectionInfo>,
     mut draining: watch::Receiver<bool>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let info = Rc::new(info);
     // HTTP/2 moves each request future into a task of its own: boxed, a pointer is
     // moved instead of the whole future.
     let service = service_fn(move |request| {

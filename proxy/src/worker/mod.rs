@@ -32,8 +32,9 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
+use tokio::runtime::LocalOptions;
 use tokio::sync::{oneshot, watch};
-use tokio::task::{JoinHandle, LocalSet};
+use tokio::task::JoinHandle;
 
 use crate::access_log::AccessLog;
 use crate::metrics::StatsSnapshot;
@@ -100,9 +101,12 @@ fn run(
             eprintln!("culvert: worker {index}: could not pin to core {}", core.id);
         }
     }
+    // A local runtime runs `!Send` tasks itself: a task woken on this thread goes
+    // straight onto its run queue, where a `LocalSet` inside an ordinary runtime
+    // would also wake the runtime's own future (an eventfd write per wake-up).
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
+        .build_local(LocalOptions::default())
     {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -111,8 +115,7 @@ fn run(
             return;
         }
     };
-    let local = LocalSet::new();
-    local.block_on(&runtime, async move {
+    runtime.block_on(async move {
         let WorkerChannels {
             mut generation,
             applied,
@@ -288,7 +291,7 @@ async fn accept_loop(
                 Ok((stream, peer)) => {
                     let worker = Rc::clone(&worker);
                     let open = stats.connection_opened();
-                    tokio::task::spawn_local(connection::serve(worker, stream, peer, bound, open));
+                    connection::spawn(worker, stream, peer, bound, open);
                 }
                 Err(_) => {
                     // Usually out of file descriptors: back off instead of spinning.

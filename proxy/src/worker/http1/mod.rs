@@ -68,34 +68,28 @@ pub(super) async fn serve(
 ) {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
     let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
-    loop {
-        let head = {
-            let parsed = conn.borrow_mut().parse_head();
-            match parsed {
-                Ok(Some(head)) => Ok(head),
-                Ok(None) => {
-                    deadline
-                        .as_mut()
-                        .reset(Instant::now() + HEADER_READ_TIMEOUT);
-                    tokio::select! {
-                        biased;
-                        head = read_head(&conn) => match head {
-                            Some(head) => head,
-                            None => return,
-                        },
-                        _ = draining.wait_for(|draining| *draining) => return,
-                        () = deadline.as_mut() => return,
-                    }
-                }
-                Err(error) => Err(error),
+    // Ends with the head refused, if it was, for a connection that closes.
+    let refused = 'serve: loop {
+        let head = 'head: {
+            // A statement, so the parse result (hundreds of bytes) is not kept in
+            // this future while the connection waits idle below.
+            match conn.borrow_mut().parse_head() {
+                Ok(Some(head)) => break 'head head,
+                Err(error) => break 'serve Some(error),
+                Ok(None) => {}
             }
-        };
-        let head = match head {
-            Ok(head) => head,
-            Err(error) => {
-                let _ = write_out(&conn, &mut error_response(error).to_vec()).await;
-                close(&conn, info).await;
-                return;
+            deadline
+                .as_mut()
+                .reset(Instant::now() + HEADER_READ_TIMEOUT);
+            tokio::select! {
+                biased;
+                head = read_head(&conn) => match head {
+                    Some(Ok(head)) => head,
+                    Some(Err(error)) => break 'serve Some(error),
+                    None => return,
+                },
+                _ = draining.wait_for(|draining| *draining) => return,
+                () = deadline.as_mut() => return,
             }
         };
         // Boxed: the request's future (several kilobytes) exists only while a request
@@ -110,16 +104,18 @@ pub(super) async fn serve(
         ));
         match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
-            Next::Close => {
-                close(&conn, info).await;
-                return;
-            }
+            Next::Close => break 'serve None,
             Next::Upgrade(handover) => {
                 hand_over(&conn, handover);
                 return;
             }
         }
+    };
+    // Out of the loop, so what a request left behind is not kept while closing.
+    if let Some(error) = refused {
+        let _ = write_out(&conn, &mut error_response(error).to_vec()).await;
     }
+    close(&conn, info, deadline).await;
 }
 
 /// Reads until a whole request head is in; `None` when the client closed (or
@@ -246,8 +242,8 @@ fn hand_over(conn: &RefCell<Conn>, handover: oneshot::Sender<Upgraded>) {
 /// `lingering_close`: our side is shut down, and what arrives is read and dropped
 /// until the client closes, for at most [`LINGER`] and [`LINGER_BYTES`]. A clean
 /// clear-text connection is just closed (the FIN follows the data); TLS first sends
-/// its `close_notify`.
-async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo) {
+/// its `close_notify`. `timer` (the connection's, no longer needed) times the linger.
+async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo, mut timer: Pin<&mut Sleep>) {
     let unread = conn.borrow().may_have_unread();
     // A body still held elsewhere fails from here on instead of reading on.
     conn.borrow_mut().end_exchange();
@@ -264,7 +260,11 @@ async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo) {
                 }
             }
         };
-        let _ = tokio::time::timeout(LINGER, drain).await;
+        timer.as_mut().reset(Instant::now() + LINGER);
+        tokio::select! {
+            () = drain => {}
+            () = timer => {}
+        }
     }
     // Closed now, even if a body of the last request is still held somewhere.
     drop(conn.borrow_mut().take_io());
