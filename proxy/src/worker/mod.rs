@@ -153,8 +153,11 @@ fn run(
         let mut drain_started = false;
         let mut drain_reported = false;
         let mut sweep = tokio::time::interval(upstream::IDLE_SWEEP);
+        let mut tick = tokio::time::interval(proxy::TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = tick.tick() => worker.tick(),
                 _ = sweep.tick() => worker.upstreams().sweep_idle(),
                 changed = generation.changed(), if !drain_started => {
                     if changed.is_err() {

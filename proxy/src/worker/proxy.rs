@@ -67,7 +67,14 @@ pub(crate) struct Worker {
     /// Client connections open on this worker; drain waits for 0.
     connections: Cell<usize>,
     all_closed: Notify,
+    /// Fires every [`TICK`], driven by the worker's main loop: a request in flight
+    /// counts ticks instead of arming a timer of its own (arming a timer due before
+    /// the runtime's next wake-up costs the runtime an eventfd write).
+    tick: Notify,
 }
+
+/// The period of [`Worker::tick`].
+pub(crate) const TICK: Duration = Duration::from_secs(1);
 
 /// Counts one client connection for as long as it lives.
 pub(crate) struct ConnectionGuard(Rc<Worker>);
@@ -137,6 +144,20 @@ impl Worker {
             forwarding,
             connections: Cell::new(0),
             all_closed: Notify::new(),
+            tick: Notify::new(),
+        }
+    }
+
+    /// One period of [`TICK`] has passed (called by the worker's main loop).
+    pub(crate) fn tick(&self) {
+        self.tick.notify_waiters();
+    }
+
+    /// Resolves once `ticks` ticks have fired: between `ticks - 1` and `ticks`
+    /// periods of [`TICK`] from now, with no timer armed.
+    pub(crate) async fn ticks(&self, ticks: u32) {
+        for _ in 0..ticks {
+            self.tick.notified().await;
         }
     }
 

@@ -45,9 +45,9 @@ use respond::{Asked, write_out, write_response};
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a request is in flight before the connection is watched for the client
-/// going away.
-const WATCH_AFTER: Duration = Duration::from_secs(1);
+/// Worker ticks a request is in flight before the connection is watched for the
+/// client going away (1 to 2 s).
+const WATCH_AFTER_TICKS: u32 = 2;
 /// Longest a closing connection keeps reading what the client still sends.
 const LINGER: Duration = Duration::from_secs(5);
 /// Most bytes a closing connection reads and drops.
@@ -94,14 +94,7 @@ pub(super) async fn serve(
         };
         // Boxed: the request's future (several kilobytes) exists only while a request
         // is in flight, so an idle kept-alive connection holds just this loop.
-        let exchange = Box::pin(serve_one(
-            worker,
-            &conn,
-            head,
-            info,
-            draining,
-            deadline.as_mut(),
-        ));
+        let exchange = Box::pin(serve_one(worker, &conn, head, info, draining));
         match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
             Next::Close => break 'serve None,
@@ -148,7 +141,6 @@ async fn serve_one(
     head: RequestHead,
     info: &ConnectionInfo,
     draining: &watch::Receiver<bool>,
-    timer: Pin<&mut Sleep>,
 ) -> Next {
     let RequestHead {
         request,
@@ -178,7 +170,7 @@ async fn serve_one(
         response = worker.handle_request(request, upgrade, info) => response,
         // The client went away: its request is dropped, and with it the upstream
         // exchange (nginx's default, `proxy_ignore_client_abort off`).
-        () = client_gone(conn, timer) => return Next::Close,
+        () = client_gone(worker, conn) => return Next::Close,
     };
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         return match handover {
@@ -271,11 +263,11 @@ async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo, mut timer: Pin<&mut 
 }
 
 /// Resolves when the client closes or breaks the connection while its request is in
-/// flight. Watched only once the request has taken [`WATCH_AFTER`] (a quick exchange
-/// never pays for the extra read) and only while no request body is being read;
+/// flight. Watched only once the request has been in flight for
+/// [`WATCH_AFTER_TICKS`] worker ticks (a quick exchange pays for neither an extra
+/// read nor a timer) and only while no request body is being read;
 /// bytes the client sends meanwhile (a pipelined request) are kept.
-async fn client_gone(conn: &RefCell<Conn>, mut timer: Pin<&mut Sleep>) {
-    timer.as_mut().reset(Instant::now() + WATCH_AFTER);
-    timer.await;
+async fn client_gone(worker: &Worker, conn: &RefCell<Conn>) {
+    worker.ticks(WATCH_AFTER_TICKS).await;
     poll_fn(|cx| conn.borrow_mut().poll_client_gone(cx)).await;
 }
