@@ -266,13 +266,14 @@ impl Worker {
     }
 
     /// Answers one request, recording it for metrics and the access log when its
-    /// response body ends.
-    pub(super) async fn handle_request(
-        self: &Rc<Self>,
+    /// response body ends. Not an `async fn`: the record is started before the
+    /// future is made, and the request is held once (see `forward_with_retries`).
+    pub(super) fn handle_request<'a>(
+        self: &'a Rc<Self>,
         request: Request<ClientBody>,
         client_upgrade: Option<ClientUpgrade>,
-        info: &ConnectionInfo,
-    ) -> Response<RecordedBody> {
+        info: &'a ConnectionInfo,
+    ) -> impl Future<Output = Response<RecordedBody>> + 'a {
         let client = self.forwarding.client(request.headers(), info.peer);
         let target = request
             .uri()
@@ -286,18 +287,20 @@ impl Worker {
             client,
         );
         record.tunnel = info.tunnel;
-        let response = self
-            .respond(request, client_upgrade, info, &mut record)
-            .await;
-        let (parts, body) = response.into_parts();
-        let body = RecordedBody::new(
-            body,
-            record,
-            parts.status,
-            Rc::clone(&self.sink),
-            self.next_random(),
-        );
-        Response::from_parts(parts, body)
+        async move {
+            let response = self
+                .respond(request, client_upgrade, info, &mut record)
+                .await;
+            let (parts, body) = response.into_parts();
+            let body = RecordedBody::new(
+                body,
+                record,
+                parts.status,
+                Rc::clone(&self.sink),
+                self.next_random(),
+            );
+            Response::from_parts(parts, body)
+        }
     }
 
     /// Routes `request` on `snapshot` and rewrites it for the backend, or answers it
@@ -517,87 +520,102 @@ impl Worker {
     }
 
     /// Sends the request to a picked backend, retrying per the rule's policy.
-    async fn forward_with_retries(
-        self: &Rc<Self>,
-        rule: &culvert_router::rule::Rule,
+    ///
+    /// An `async` block rather than an `async fn`: the future then holds `head` and
+    /// `body` once, where an `async fn` keeps each argument twice (the argument and
+    /// the local it is moved into, rust-lang/rust#62958), and every byte of this
+    /// future is copied with the request's.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep `head` and `body` twice"
+    )]
+    fn forward_with_retries<'a>(
+        self: &'a Rc<Self>,
+        rule: &'a culvert_router::rule::Rule,
         mut head: UpstreamHead,
-        body: RequestBody,
+        mut body: RequestBody,
         grpc: bool,
-        record: &mut Record,
-    ) -> Response<ProxyBody> {
-        let timeouts = rule.timeouts();
-        let deadline = timeouts.request.map(|limit| Instant::now() + limit);
-        let retry = match &body {
-            Either::Right(_) => rule.retry(),
-            // A streamed body can be sent once only.
-            Either::Left(_) => None,
-        };
-        let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
-        let mut body = Some(body);
-        for attempt in 1..=attempts {
-            let last = attempt == attempts;
-            let Some(backend) = rule.backends().pick(self.next_random()) else {
-                return failed(record, BackendFailure::InvalidBackend);
+        record: &'a mut Record,
+    ) -> impl Future<Output = Response<ProxyBody>> + 'a {
+        async move {
+            let timeouts = rule.timeouts();
+            let deadline = timeouts.request.map(|limit| Instant::now() + limit);
+            let retry = match &body {
+                Either::Right(_) => rule.retry(),
+                // A streamed body can be sent once only.
+                Either::Left(_) => None,
             };
-            let endpoint = match pick_endpoint(backend, self.next_random()) {
-                Ok(endpoint) => endpoint,
-                Err(failure) => return failed(record, failure),
-            };
-            record.upstream = Some(endpoint);
-            record.attempts = attempt;
-            let attempt_body = match (&body, last) {
-                (Some(Either::Right(copy)), false) => Either::Right(copy.clone()),
-                _ => match body.take() {
-                    Some(body) => body,
-                    None => return failed(record, BackendFailure::Protocol),
-                },
-            };
-            let headers = if last {
-                std::mem::take(&mut head.headers)
-            } else {
-                head.headers.clone()
-            };
-            let protocol = protocol_of(backend, grpc);
-            let Some(request) = build_request(&head, headers, backend, attempt_body, protocol)
-            else {
-                return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
-            };
-            let limit = shortest(
-                timeouts.backend_request,
-                deadline.map(|d| d - Instant::now()),
-            );
-            let sent = self
-                .upstreams
-                .send(endpoint, protocol_of(backend, grpc), request);
-            let outcome = match limit {
-                Some(limit) => match tokio::time::timeout(limit, sent).await {
-                    Ok(result) => result.map_err(Failure::Upstream),
-                    Err(_) => Err(Failure::Timeout),
-                },
-                None => sent.await.map_err(Failure::Upstream),
-            };
-            let retryable = match &outcome {
-                Ok(response) => {
-                    retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
+            let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
+            for attempt in 1..=attempts {
+                let last = attempt == attempts;
+                let Some(backend) = rule.backends().pick(self.next_random()) else {
+                    return failed(record, BackendFailure::InvalidBackend);
+                };
+                let endpoint = match pick_endpoint(backend, self.next_random()) {
+                    Ok(endpoint) => endpoint,
+                    Err(failure) => return failed(record, failure),
+                };
+                record.upstream = Some(endpoint);
+                record.attempts = attempt;
+                // Earlier attempts send copies (retries need a buffered body); the
+                // last takes the body itself.
+                let attempt_body = match &body {
+                    Either::Right(copy) if !last => Either::Right(copy.clone()),
+                    _ => std::mem::replace(&mut body, Either::Right(Full::default())),
+                };
+                let headers = if last {
+                    std::mem::take(&mut head.headers)
+                } else {
+                    head.headers.clone()
+                };
+                let protocol = protocol_of(backend, grpc);
+                let Some(request) = build_request(&head, headers, backend, attempt_body, protocol)
+                else {
+                    return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
+                };
+                let limit = shortest(
+                    timeouts.backend_request,
+                    deadline.map(|d| d - Instant::now()),
+                );
+                // The send future is made in each branch: one made before the match
+                // would be stored twice (as itself, and inside the timeout).
+                let outcome = match limit {
+                    Some(limit) => {
+                        let sent = self.upstreams.send(endpoint, protocol, request);
+                        match tokio::time::timeout(limit, sent).await {
+                            Ok(result) => result.map_err(Failure::Upstream),
+                            Err(_) => Err(Failure::Timeout),
+                        }
+                    }
+                    None => self
+                        .upstreams
+                        .send(endpoint, protocol, request)
+                        .await
+                        .map_err(Failure::Upstream),
+                };
+                let retryable = match &outcome {
+                    Ok(response) => {
+                        retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
+                    }
+                    Err(Failure::Upstream(_)) => retry.is_some(),
+                    Err(Failure::Timeout) => false,
+                };
+                if !last && retryable && wait_backoff(retry, deadline).await {
+                    continue;
                 }
-                Err(Failure::Upstream(_)) => retry.is_some(),
-                Err(Failure::Timeout) => false,
-            };
-            if !last && retryable && wait_backoff(retry, deadline).await {
-                continue;
+                return match outcome {
+                    Ok(response) => backend_response(response, backend),
+                    Err(Failure::Timeout) => failed(record, BackendFailure::Timeout),
+                    Err(Failure::Upstream(UpstreamError::Connect)) => {
+                        failed(record, BackendFailure::Connect)
+                    }
+                    Err(Failure::Upstream(UpstreamError::Protocol)) => {
+                        failed(record, BackendFailure::Protocol)
+                    }
+                };
             }
-            return match outcome {
-                Ok(response) => backend_response(response, backend),
-                Err(Failure::Timeout) => failed(record, BackendFailure::Timeout),
-                Err(Failure::Upstream(UpstreamError::Connect)) => {
-                    failed(record, BackendFailure::Connect)
-                }
-                Err(Failure::Upstream(UpstreamError::Protocol)) => {
-                    failed(record, BackendFailure::Protocol)
-                }
-            };
+            failed(record, BackendFailure::Protocol)
         }
-        failed(record, BackendFailure::Protocol)
     }
 
     /// Sends an upgrade request on a fresh connection and, when the backend answers

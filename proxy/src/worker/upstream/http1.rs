@@ -128,14 +128,16 @@ enum Outgoing {
 
 /// Sends one request on `conn` and returns the response with its body still on the
 /// connection. `reused` says whether `conn` came from the pool (only then can it be
-/// found stale).
-pub(crate) async fn exchange(
+/// found stale). The head is encoded before the exchange starts; only what the
+/// exchange needs is held across its waits (not an `async fn`, see
+/// [`super::Upstreams::send`]).
+pub(crate) fn exchange(
     mut conn: Connection,
     parts: &Parts,
     body: RequestBody,
     home: Home,
     reused: bool,
-) -> Result<Response<ResponseBody>, ExchangeError> {
+) -> impl Future<Output = Result<Response<ResponseBody>, ExchangeError>> + '_ {
     let (outgoing, framing) = outgoing(body, parts);
     let target = parts
         .uri
@@ -143,54 +145,57 @@ pub(crate) async fn exchange(
         .map_or("/", |target| target.as_str());
     let mut out = Vec::with_capacity(512);
     encode_request_head(&mut out, &parts.method, target, &parts.headers, framing);
-    let head = match outgoing {
-        Outgoing::Buffered(bytes) => {
-            let coalesced = bytes.len() <= COALESCE_BODY;
-            if coalesced {
-                out.extend_from_slice(&bytes);
-            }
-            // A first write into an idle connection the backend closed fails before
-            // anything reached it; a later one may follow a head it acted on, so only
-            // an idempotent request is sent again then.
-            let first = conn.stream.write_all(&out).await;
-            let rest = if first.is_ok() && !coalesced {
-                conn.stream.write_all(&bytes).await
-            } else {
-                Ok(())
-            };
-            let idempotent = is_idempotent(&parts.method);
-            if first.is_err() || rest.is_err() {
-                let resend = reused && (first.is_err() || idempotent);
-                return Err(if resend {
-                    ExchangeError::Stale(Either::Right(bytes.into()))
-                } else {
-                    ExchangeError::Failed(UpstreamError::Protocol)
-                });
-            }
-            let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
-            match read_head(&mut conn.stream, &mut conn.read_buf, &parts.method).await {
-                Ok(head) => head,
-                Err(_) if stale(&conn) => {
-                    return Err(ExchangeError::Stale(Either::Right(bytes.into())));
+    async move {
+        let head = match outgoing {
+            Outgoing::Buffered(bytes) => {
+                let coalesced = bytes.len() <= COALESCE_BODY;
+                if coalesced {
+                    out.extend_from_slice(&bytes);
                 }
-                Err(error) => return Err(ExchangeError::Failed(error)),
-            }
-        }
-        Outgoing::Streamed(body) => {
-            if conn.stream.write_all(&out).await.is_err() {
-                return Err(if reused {
-                    ExchangeError::Stale(Either::Left(body))
+                // A first write into an idle connection the backend closed fails
+                // before anything reached it; a later one may follow a head it acted
+                // on, so only an idempotent request is sent again then.
+                let first = conn.stream.write_all(&out).await;
+                let rest = if first.is_ok() && !coalesced {
+                    conn.stream.write_all(&bytes).await
                 } else {
-                    ExchangeError::Failed(UpstreamError::Protocol)
-                });
+                    Ok(())
+                };
+                let idempotent = is_idempotent(&parts.method);
+                if first.is_err() || rest.is_err() {
+                    let resend = reused && (first.is_err() || idempotent);
+                    return Err(if resend {
+                        ExchangeError::Stale(Either::Right(bytes.into()))
+                    } else {
+                        ExchangeError::Failed(UpstreamError::Protocol)
+                    });
+                }
+                let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
+                match read_head(&mut conn.stream, &mut conn.read_buf, &parts.method).await {
+                    Ok(head) => head,
+                    Err(_) if stale(&conn) => {
+                        return Err(ExchangeError::Stale(Either::Right(bytes.into())));
+                    }
+                    Err(error) => return Err(ExchangeError::Failed(error)),
+                }
             }
-            // Boxed: uploads are the rare case, and this keeps the common future small.
-            Box::pin(streamed_exchange(&mut conn, body, framing, &parts.method))
-                .await
-                .map_err(ExchangeError::Failed)?
-        }
-    };
-    Ok(ResponseBody::start(conn, head, home))
+            Outgoing::Streamed(body) => {
+                if conn.stream.write_all(&out).await.is_err() {
+                    return Err(if reused {
+                        ExchangeError::Stale(Either::Left(body))
+                    } else {
+                        ExchangeError::Failed(UpstreamError::Protocol)
+                    });
+                }
+                // Boxed: uploads are the rare case, and this keeps the common future
+                // small.
+                Box::pin(streamed_exchange(&mut conn, body, framing, &parts.method))
+                    .await
+                    .map_err(ExchangeError::Failed)?
+            }
+        };
+        Ok(ResponseBody::start(conn, head, home))
+    }
 }
 
 /// The body to send and its framing on the wire. A body that has already ended is

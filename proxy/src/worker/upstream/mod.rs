@@ -13,6 +13,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future;
 use http::{Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
@@ -74,18 +75,22 @@ pub(crate) struct Upstreams {
 impl Upstreams {
     /// Sends `request` to `endpoint` and returns the response head (the body
     /// streams on).
-    pub(crate) async fn send(
+    ///
+    /// Not an `async fn` (nor is what it calls on the HTTP/1.1 path): the request
+    /// is then held once, where an `async fn` keeps each argument twice
+    /// (rust-lang/rust#62958) and every level passes it on.
+    pub(crate) fn send(
         self: &Rc<Self>,
         endpoint: SocketAddr,
         protocol: Protocol,
         request: Request<RequestBody>,
-    ) -> Result<Response<UpstreamBody>, UpstreamError> {
+    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
         match protocol {
-            Protocol::Http1 => self.send_http1(endpoint, request).await,
+            Protocol::Http1 => future::Either::Left(self.send_http1(endpoint, request)),
             // Boxed to keep the common HTTP/1.1 future small.
-            Protocol::H2c => Ok(Box::pin(self.send_h2c(endpoint, request))
-                .await?
-                .map(Either::Right)),
+            Protocol::H2c => future::Either::Right(Box::pin(async move {
+                Ok(self.send_h2c(endpoint, request).await?.map(Either::Right))
+            })),
         }
     }
 
@@ -104,24 +109,26 @@ impl Upstreams {
 
     /// A pooled connection found closed before the backend could act on the request
     /// is given up for a new one; after that the request is spent.
-    async fn send_http1(
+    fn send_http1(
         self: &Rc<Self>,
         endpoint: SocketAddr,
         request: Request<RequestBody>,
-    ) -> Result<Response<UpstreamBody>, UpstreamError> {
+    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
         let (parts, mut body) = request.into_parts();
-        if let Some(conn) = self.take_idle(endpoint) {
-            match http1::exchange(conn, &parts, body, self.home(endpoint), true).await {
-                Ok(response) => return Ok(response.map(Either::Left)),
-                Err(ExchangeError::Stale(unsent)) => body = unsent,
-                Err(ExchangeError::Failed(error)) => return Err(error),
+        async move {
+            if let Some(conn) = self.take_idle(endpoint) {
+                match http1::exchange(conn, &parts, body, self.home(endpoint), true).await {
+                    Ok(response) => return Ok(response.map(Either::Left)),
+                    Err(ExchangeError::Stale(unsent)) => body = unsent,
+                    Err(ExchangeError::Failed(error)) => return Err(error),
+                }
             }
-        }
-        let conn = Connection::new(connect_tcp(endpoint).await?);
-        match http1::exchange(conn, &parts, body, self.home(endpoint), false).await {
-            Ok(response) => Ok(response.map(Either::Left)),
-            Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
-            Err(ExchangeError::Failed(error)) => Err(error),
+            let conn = Connection::new(connect_tcp(endpoint).await?);
+            match http1::exchange(conn, &parts, body, self.home(endpoint), false).await {
+                Ok(response) => Ok(response.map(Either::Left)),
+                Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
+                Err(ExchangeError::Failed(error)) => Err(error),
+            }
         }
     }
 
