@@ -266,14 +266,13 @@ impl Worker {
     }
 
     /// Answers one request, recording it for metrics and the access log when its
-    /// response body ends. Not an `async fn`: the record is started before the
-    /// future is made, and the request is held once (see `forward_with_retries`).
-    pub(super) fn handle_request<'a>(
-        self: &'a Rc<Self>,
+    /// response body ends.
+    pub(super) async fn handle_request(
+        self: &Rc<Self>,
         request: Request<ClientBody>,
         client_upgrade: Option<ClientUpgrade>,
-        info: &'a ConnectionInfo,
-    ) -> impl Future<Output = Response<RecordedBody>> + 'a {
+        info: &ConnectionInfo,
+    ) -> Response<RecordedBody> {
         let client = self.forwarding.client(request.headers(), info.peer);
         let target = request
             .uri()
@@ -287,20 +286,18 @@ impl Worker {
             client,
         );
         record.tunnel = info.tunnel;
-        async move {
-            let response = self
-                .respond(request, client_upgrade, info, &mut record)
-                .await;
-            let (parts, body) = response.into_parts();
-            let body = RecordedBody::new(
-                body,
-                record,
-                parts.status,
-                Rc::clone(&self.sink),
-                self.next_random(),
-            );
-            Response::from_parts(parts, body)
-        }
+        let response = self
+            .respond(request, client_upgrade, info, &mut record)
+            .await;
+        let (parts, body) = response.into_parts();
+        let body = RecordedBody::new(
+            body,
+            record,
+            parts.status,
+            Rc::clone(&self.sink),
+            self.next_random(),
+        );
+        Response::from_parts(parts, body)
     }
 
     /// Routes `request` on `snapshot` and rewrites it for the backend, or answers it
