@@ -121,16 +121,15 @@ fn parse(
         } else {
             Version::HTTP_10
         };
-        let mut spans = [FieldSpan::default(); MAX_HEADERS];
-        let count = field_spans(parsed.headers, buf.as_ptr(), &mut spans);
+        let spans = field_spans(parsed.headers, buf.as_ptr());
         let head = buf.split_to(len).freeze();
         if raw_allowed {
-            if let Some(head) = raw_head(&head, &spans[..count], status, version, method)? {
+            if let Some(head) = raw_head(&head, &spans, status, version, method)? {
                 return Ok(Some(head));
             }
         }
         let mut facts = ConnectionFacts::default();
-        let headers = build_headers(&head, &spans[..count], 0, |name, value| {
+        let headers = build_headers(&head, &spans, 0, |name, value| {
             facts.observe(name, value).map(|dropped| !dropped)
         })?;
         return Ok(Some(facts.finish(status, version, headers, method)));

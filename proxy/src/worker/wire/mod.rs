@@ -99,23 +99,20 @@ impl FieldSpan {
     }
 }
 
-/// The spans of `fields`, parsed out of a buffer starting at `base`, written into
-/// `spans`; returns how many there are.
-pub(super) fn field_spans(
-    fields: &[httparse::Header<'_>],
-    base: *const u8,
-    spans: &mut [FieldSpan; MAX_HEADERS],
-) -> usize {
+/// The spans of `fields`, parsed out of a buffer starting at `base`. Exactly as
+/// many as there are fields: a fixed array for the most a head may have would be
+/// kilobytes to clear on every head.
+pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> Vec<FieldSpan> {
     let base = base as usize;
     // Offsets fit in u32: a head larger than that is refused long before it parses.
     let span = |bytes: &[u8]| ((bytes.as_ptr() as usize - base) as u32, bytes.len() as u32);
-    for (slot, field) in spans.iter_mut().zip(fields) {
-        *slot = FieldSpan {
+    fields
+        .iter()
+        .map(|field| FieldSpan {
             name: span(field.name.as_bytes()),
             value: span(field.value),
-        };
-    }
-    fields.len().min(MAX_HEADERS)
+        })
+        .collect()
 }
 
 /// The header map of `head`: every field `keep` accepts (it sees name and value and

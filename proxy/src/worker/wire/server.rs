@@ -17,8 +17,8 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    BodyFraming, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError,
-    build_headers, field_spans, push_decimal, push_field, tokens,
+    BodyFraming, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
+    field_spans, push_decimal, push_field, tokens,
 };
 
 /// Fields the proxy adds to a request on its way (`X-Forwarded-For`, `-Proto`,
@@ -76,12 +76,11 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
     };
     let base = buf.as_ptr() as usize;
     let target = target.as_ptr() as usize - base..target.as_ptr() as usize - base + target.len();
-    let mut spans = [FieldSpan::default(); MAX_HEADERS];
-    let count = field_spans(parsed.headers, buf.as_ptr(), &mut spans);
+    let spans = field_spans(parsed.headers, buf.as_ptr());
     let head = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| WireError::Malformed)?;
     let mut facts = RequestFacts::default();
-    let headers = build_headers(&head, &spans[..count], FORWARDING_ROOM, |name, value| {
+    let headers = build_headers(&head, &spans, FORWARDING_ROOM, |name, value| {
         facts.observe(name, value)?;
         Ok(true)
     })?;
