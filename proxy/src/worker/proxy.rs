@@ -43,7 +43,7 @@ use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_pr
 use super::http1::Upgraded;
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use super::wire::{RawFields, headers_mut};
+use super::wire::{FieldsAs, RawFields, headers_mut};
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
@@ -97,6 +97,8 @@ struct UpstreamHead {
     /// Authority for HTTP/2 upstreams.
     host: String,
     headers: HeaderMap,
+    /// Where an HTTP/1.1 backend's response keeps its fields.
+    response_fields: FieldsAs,
 }
 
 /// A request routed and rewritten, ready to be forwarded.
@@ -432,11 +434,23 @@ impl Worker {
             .and_then(|value| value.to_str().ok())
             .unwrap_or(&host)
             .to_owned();
+        // Fields go on as they came only to an HTTP/1.x client and when nothing
+        // here changes them; anything else would parse them twice.
+        let response_fields = if parts.version <= Version::HTTP_11
+            && !info.tunnel
+            && filters.response_headers.is_none()
+            && cors_headers.is_none()
+        {
+            FieldsAs::Raw
+        } else {
+            FieldsAs::Map
+        };
         let head = UpstreamHead {
             method: parts.method,
             target: upstream_target,
             host: upstream_host,
             headers,
+            response_fields,
         };
         let grpc = snapshot
             .table
@@ -578,7 +592,9 @@ impl Worker {
                 // would be stored twice (as itself, and inside the timeout).
                 let outcome = match limit {
                     Some(limit) => {
-                        let sent = self.upstreams.send(endpoint, protocol, request);
+                        let sent =
+                            self.upstreams
+                                .send(endpoint, protocol, request, head.response_fields);
                         match tokio::time::timeout(limit, sent).await {
                             Ok(result) => result.map_err(Failure::Upstream),
                             Err(_) => Err(Failure::Timeout),
@@ -586,7 +602,7 @@ impl Worker {
                     }
                     None => self
                         .upstreams
-                        .send(endpoint, protocol, request)
+                        .send(endpoint, protocol, request, head.response_fields)
                         .await
                         .map_err(Failure::Upstream),
                 };
@@ -699,8 +715,9 @@ impl Worker {
         };
         let upstreams = Rc::clone(&self.upstreams);
         tokio::task::spawn_local(async move {
-            if let Ok(response) = upstreams.send(endpoint, protocol, request).await {
-                // Read the answer to the end so the connection can be reused.
+            // The answer is only read to its end (so the connection can be reused).
+            let sent = upstreams.send(endpoint, protocol, request, FieldsAs::Raw);
+            if let Ok(response) = sent.await {
                 let _ = response.into_body().collect().await;
             }
         });

@@ -29,7 +29,7 @@ use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    BodyDecoder, BodyFraming, Chunk, ResponseHead, encode_chunk_start, encode_last_chunk,
+    BodyDecoder, BodyFraming, Chunk, FieldsAs, ResponseHead, encode_chunk_start, encode_last_chunk,
     encode_request_head, parse_response_head,
 };
 
@@ -128,7 +128,7 @@ enum Outgoing {
 
 /// Sends one request on `conn` and returns the response with its body still on the
 /// connection. `reused` says whether `conn` came from the pool (only then can it be
-/// found stale). The head is encoded before the exchange starts; only what the
+/// found stale); `fields` where the response keeps its fields. The head is encoded before the exchange starts; only what the
 /// exchange needs is held across its waits (not an `async fn`, see
 /// [`super::Upstreams::send`]).
 pub(crate) fn exchange(
@@ -137,6 +137,7 @@ pub(crate) fn exchange(
     body: RequestBody,
     home: Home,
     reused: bool,
+    fields: FieldsAs,
 ) -> impl Future<Output = Result<Response<ResponseBody>, ExchangeError>> + '_ {
     let (outgoing, framing) = outgoing(body, parts);
     let target = parts
@@ -171,7 +172,8 @@ pub(crate) fn exchange(
                     });
                 }
                 let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
-                match read_head(&mut conn.stream, &mut conn.read_buf, &parts.method).await {
+                let read = read_head(&mut conn.stream, &mut conn.read_buf, &parts.method, fields);
+                match read.await {
                     Ok(head) => head,
                     Err(_) if stale(&conn) => {
                         return Err(ExchangeError::Stale(Either::Right(bytes.into())));
@@ -189,9 +191,15 @@ pub(crate) fn exchange(
                 }
                 // Boxed: uploads are the rare case, and this keeps the common future
                 // small.
-                Box::pin(streamed_exchange(&mut conn, body, framing, &parts.method))
-                    .await
-                    .map_err(ExchangeError::Failed)?
+                Box::pin(streamed_exchange(
+                    &mut conn,
+                    body,
+                    framing,
+                    &parts.method,
+                    fields,
+                ))
+                .await
+                .map_err(ExchangeError::Failed)?
             }
         };
         Ok(ResponseBody::start(conn, head, home))
@@ -246,13 +254,14 @@ async fn streamed_exchange(
     body: CountedBody,
     framing: BodyFraming,
     method: &Method,
+    fields: FieldsAs,
 ) -> Result<ResponseHead, UpstreamError> {
     let Connection {
         stream, read_buf, ..
     } = conn;
     let (mut reader, mut writer) = stream.split();
     let mut send = pin!(send_body(&mut writer, body, framing));
-    let mut read = pin!(read_head(&mut reader, read_buf, method));
+    let mut read = pin!(read_head(&mut reader, read_buf, method, fields));
     tokio::select! {
         sent = &mut send => match sent {
             Ok(()) => read.await,
@@ -338,10 +347,11 @@ async fn read_head<R: AsyncRead + Unpin>(
     reader: &mut R,
     read_buf: &mut BytesMut,
     method: &Method,
+    fields: FieldsAs,
 ) -> Result<ResponseHead, UpstreamError> {
     loop {
         if let Some(head) =
-            parse_response_head(read_buf, method).map_err(|_| UpstreamError::Protocol)?
+            parse_response_head(read_buf, method, fields).map_err(|_| UpstreamError::Protocol)?
         {
             return Ok(head);
         }

@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 
 use super::body::CountedBody;
 use super::connection::LocalExec;
+use super::wire::FieldsAs;
 use crate::fast_map::FastMap;
 
 mod http1;
@@ -74,7 +75,7 @@ pub(crate) struct Upstreams {
 
 impl Upstreams {
     /// Sends `request` to `endpoint` and returns the response head (the body
-    /// streams on).
+    /// streams on); `fields` says where an HTTP/1.1 response keeps its fields.
     ///
     /// Not an `async fn` (nor is what it calls on the HTTP/1.1 path): the request
     /// is then held once, where an `async fn` keeps each argument twice
@@ -84,9 +85,10 @@ impl Upstreams {
         endpoint: SocketAddr,
         protocol: Protocol,
         request: Request<RequestBody>,
+        fields: FieldsAs,
     ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
         match protocol {
-            Protocol::Http1 => future::Either::Left(self.send_http1(endpoint, request)),
+            Protocol::Http1 => future::Either::Left(self.send_http1(endpoint, request, fields)),
             // Boxed to keep the common HTTP/1.1 future small.
             Protocol::H2c => future::Either::Right(Box::pin(async move {
                 Ok(self.send_h2c(endpoint, request).await?.map(Either::Right))
@@ -113,18 +115,20 @@ impl Upstreams {
         self: &Rc<Self>,
         endpoint: SocketAddr,
         request: Request<RequestBody>,
+        fields: FieldsAs,
     ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
         let (parts, mut body) = request.into_parts();
         async move {
             if let Some(conn) = self.take_idle(endpoint) {
-                match http1::exchange(conn, &parts, body, self.home(endpoint), true).await {
+                let home = self.home(endpoint);
+                match http1::exchange(conn, &parts, body, home, true, fields).await {
                     Ok(response) => return Ok(response.map(Either::Left)),
                     Err(ExchangeError::Stale(unsent)) => body = unsent,
                     Err(ExchangeError::Failed(error)) => return Err(error),
                 }
             }
             let conn = Connection::new(connect_tcp(endpoint).await?);
-            match http1::exchange(conn, &parts, body, self.home(endpoint), false).await {
+            match http1::exchange(conn, &parts, body, self.home(endpoint), false, fields).await {
                 Ok(response) => Ok(response.map(Either::Left)),
                 Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
                 Err(ExchangeError::Failed(error)) => Err(error),

@@ -67,31 +67,26 @@ pub(crate) fn encode_request_head(
     out.extend_from_slice(b"\r\n");
 }
 
+/// Where a parsed response head keeps the fields that go on unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldsAs {
+    /// As [`RawFields`] (in the response's extensions, its header map left empty)
+    /// when they form a few runs of lines, as they nearly always do, else in the
+    /// header map: for a response written out over HTTP/1.1 as it came.
+    Raw,
+    /// In the header map: for a response whose fields will be read or changed (an
+    /// HTTP/2 or tunnel client, a response filter), which would parse raw fields
+    /// again.
+    Map,
+}
+
 /// Takes one final response head off the front of `buf`, skipping interim `1xx`
-/// answers; `Ok(None)` until the head is complete.
-///
-/// The fields that go on unchanged are kept as [`RawFields`] (in the response's
-/// extensions, its header map left empty) when they form a few runs of lines, as
-/// they nearly always do; otherwise they are parsed into the header map.
+/// answers; `Ok(None)` until the head is complete. `fields` says where the fields
+/// that go on unchanged are kept.
 pub(crate) fn parse_response_head(
     buf: &mut BytesMut,
     method: &Method,
-) -> Result<Option<ResponseHead>, WireError> {
-    parse(buf, method, true)
-}
-
-/// Like [`parse_response_head`], always with the fields in the header map.
-pub(super) fn parse_response_head_into_map(
-    buf: &mut BytesMut,
-    method: &Method,
-) -> Result<Option<ResponseHead>, WireError> {
-    parse(buf, method, false)
-}
-
-fn parse(
-    buf: &mut BytesMut,
-    method: &Method,
-    raw_allowed: bool,
+    fields: FieldsAs,
 ) -> Result<Option<ResponseHead>, WireError> {
     let config = httparse::ParserConfig::default();
     loop {
@@ -123,7 +118,7 @@ fn parse(
         };
         let spans = field_spans(parsed.headers, buf.as_ptr());
         let head = buf.split_to(len).freeze();
-        if raw_allowed {
+        if fields == FieldsAs::Raw {
             if let Some(head) = raw_head(&head, &spans, status, version, method)? {
                 return Ok(Some(head));
             }

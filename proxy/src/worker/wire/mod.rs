@@ -24,7 +24,9 @@ mod server;
 
 pub(crate) use body::BodyDecoder;
 pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
-pub(crate) use client::{ResponseFraming, ResponseHead, encode_request_head, parse_response_head};
+pub(crate) use client::{
+    FieldsAs, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
+};
 pub(crate) use raw::{RawFields, headers_mut};
 pub(crate) use server::{
     RequestHead, ResponseBodyFraming, encode_response_head, error_response, parse_request_head,

@@ -10,7 +10,7 @@ use http::header::HeaderMap;
 use http::{Method, Response, StatusCode};
 
 use super::FieldSpan;
-use super::client::parse_response_head_into_map;
+use super::client::{FieldsAs, parse_response_head};
 
 /// Runs of consecutive field lines one head may be kept as; a head whose dropped
 /// fields cut it into more pieces is parsed into a map instead.
@@ -91,7 +91,7 @@ impl RawFields {
             Method::GET
         };
         // The head parsed once already, so it parses again the same way.
-        parse_response_head_into_map(&mut BytesMut::from(&self.head[..]), &method)
+        parse_response_head(&mut BytesMut::from(&self.head[..]), &method, FieldsAs::Map)
             .ok()
             .flatten()
             .map(|head| head.response.into_parts().0.headers)

@@ -3,12 +3,12 @@ use http::header::HeaderMap;
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, ResponseFraming, WireError,
+    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldsAs, ResponseFraming, WireError,
     encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
 };
 
 fn parse(bytes: &[u8], method: &Method) -> Result<Option<super::ResponseHead>, WireError> {
-    parse_response_head(&mut BytesMut::from(bytes), method)
+    parse_response_head(&mut BytesMut::from(bytes), method, FieldsAs::Raw)
 }
 
 #[test]
@@ -74,12 +74,12 @@ fn chunk_lines_are_lowercase_hex() {
 fn a_head_is_parsed_once_complete_and_leaves_the_body() {
     let mut buf = BytesMut::from(&b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-a: b"[..]);
     assert!(
-        parse_response_head(&mut buf, &Method::GET)
+        parse_response_head(&mut buf, &Method::GET, FieldsAs::Raw)
             .unwrap()
             .is_none()
     );
     buf.extend_from_slice(b"\r\n\r\nhello");
-    let mut head = parse_response_head(&mut buf, &Method::GET)
+    let mut head = parse_response_head(&mut buf, &Method::GET, FieldsAs::Raw)
         .unwrap()
         .unwrap();
     assert_eq!(head.response.status(), StatusCode::OK);
@@ -94,7 +94,7 @@ fn a_head_is_parsed_once_complete_and_leaves_the_body() {
 fn interim_answers_are_skipped_and_101_refused() {
     let mut buf =
         BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"[..]);
-    let head = parse_response_head(&mut buf, &Method::POST)
+    let head = parse_response_head(&mut buf, &Method::POST, FieldsAs::Raw)
         .unwrap()
         .unwrap();
     assert_eq!(head.response.status(), StatusCode::NO_CONTENT);
@@ -625,4 +625,38 @@ fn cut_and_malformed_bodies_fail_and_stay_failed() {
     assert_eq!(abandoned.remaining(), None);
     let mut data = BytesMut::from(&b"data"[..]);
     assert_eq!(abandoned.decode(&mut data), Err(WireError::Truncated));
+}
+
+#[test]
+fn fields_wanted_in_a_map_are_parsed_into_it_at_once() {
+    let wire = b"HTTP/1.1 200 OK\r\nx-a: b\r\nconnection: keep-alive\r\ncontent-length: 0\r\n\r\n";
+    let raw = parse_response_head(&mut BytesMut::from(&wire[..]), &Method::GET, FieldsAs::Raw)
+        .unwrap()
+        .unwrap();
+    assert!(
+        raw.response
+            .extensions()
+            .get::<super::RawFields>()
+            .is_some()
+    );
+    assert!(raw.response.headers().is_empty());
+
+    let mapped = parse_response_head(&mut BytesMut::from(&wire[..]), &Method::GET, FieldsAs::Map)
+        .unwrap()
+        .unwrap();
+    assert!(
+        mapped
+            .response
+            .extensions()
+            .get::<super::RawFields>()
+            .is_none()
+    );
+    let headers = mapped.response.headers();
+    assert_eq!(headers["x-a"], "b");
+    assert_eq!(headers["content-length"], "0");
+    assert!(
+        headers.get("connection").is_none(),
+        "hop fields are dropped"
+    );
+    assert!(mapped.keep_alive);
 }
