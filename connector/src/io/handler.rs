@@ -3,7 +3,7 @@
 //! Every edge-opened data stream becomes one call of [`TunnelHandler::serve`] with an
 //! `http::Request<TunnelBody>`; the handler's `http::Response<BoxBody>` goes back on
 //! the same stream. Nothing here is `Send`: handlers and their futures run on the
-//! thread that drives the connection (a current-thread runtime with a `LocalSet`),
+//! thread that drives the connection (a `LocalRuntime`, or a `LocalSet`),
 //! so a thread-per-core proxy can keep `Rc` state in them.
 //!
 //! What each connection type looks like to the handler:

@@ -15,8 +15,8 @@
 //!
 //! Threading model: [`Tunnel`] is `Send + Sync` and shared by all workers; each
 //! worker runs some connection indices with [`Tunnel::spawn_local`] on its own
-//! current-thread runtime inside a `LocalSet`. Connections, streams, handlers and
-//! their futures stay on that thread and need not be `Send`:
+//! current-thread runtime (a `LocalRuntime`, or inside a `LocalSet`). Connections,
+//! streams, handlers and their futures stay on that thread and need not be `Send`:
 //!
 //! ```no_run
 //! # use std::rc::Rc;
@@ -26,7 +26,7 @@
 //! # }
 //! # async fn example(config: TunnelConfig) -> Result<(), culvert_connector::Error> {
 //! let tunnel = Tunnel::new(config)?;
-//! // On each worker, inside its LocalSet:
+//! // On each worker, on its local runtime:
 //! tunnel.spawn_local(tunnel.connection_indices(), handler());
 //! tunnel.wait_registered(1).await?;   // readiness: tunnel.status()
 //! tunnel.drain();                      // SIGTERM or POST /drain

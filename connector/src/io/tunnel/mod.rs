@@ -510,8 +510,9 @@ impl Tunnel {
     }
 
     /// Runs the given connection indices on the current thread, one local task each,
-    /// serving their streams with `handler`. Must be called inside a
-    /// `tokio::task::LocalSet` (it uses `spawn_local`). Indices outside
+    /// serving their streams with `handler`. Must be called on a
+    /// `tokio::runtime::LocalRuntime` or inside a `tokio::task::LocalSet` (it uses
+    /// `spawn_local`). Indices outside
     /// [`Tunnel::connection_indices`], or already running, are ignored.
     pub fn spawn_local(
         &self,
