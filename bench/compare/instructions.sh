@@ -36,6 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl openssl:openssl
+require_free_ports 18080 18081 18090 18095 18097 18498 19001 19002
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
 fi

@@ -189,7 +189,6 @@ render() { # template output
     printf '%s\n' "$text" >"$2"
 }
 
-port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
 # ---------------------------------------------------------------- processes
 
@@ -480,12 +479,7 @@ main() {
     ulimit -n "$(ulimit -Hn)"
     install_tools
     build
-    for port in $BACKEND_PORT $BACKEND_H2C_PORT $HTTP_PORT $H2C_PORT $TLS_PORT $CONTROL_PORT; do
-        port_free "$port" || {
-            log "port $port is in use; stop what holds it first"
-            exit 1
-        }
-    done
+    require_free_ports $BACKEND_PORT $BACKEND_H2C_PORT $HTTP_PORT $H2C_PORT $TLS_PORT $CONTROL_PORT
     make_cert
     : >"$RESULTS"
     LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)

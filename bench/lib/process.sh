@@ -47,6 +47,20 @@ start_bg() { # name cpu|- cmd...
     PIDS+=("$STARTED")
 }
 
+# Whether nothing listens on TCP port $1.
+port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+
+# Exits with a message unless every port given is free.
+require_free_ports() { # port...
+    local port
+    for port in "$@"; do
+        port_free "$port" || {
+            log "port $port is in use; stop what holds it first"
+            exit 1
+        }
+    done
+}
+
 wait_http() { # url [seconds]
     local _
     for _ in $(seq $((${2:-10} * 10))); do
