@@ -43,7 +43,7 @@ use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_pr
 use super::http1::Upgraded;
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use super::wire::{FieldsAs, RawFields, headers_mut};
+use super::wire::{CarriesRawFields, FieldsAs, RawFields, headers_mut};
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
@@ -51,6 +51,17 @@ use crate::{Snapshot, SnapshotCell};
 
 /// Body of every answer: the upstream's, streamed, or a small local one.
 pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
+
+/// A local answer's body keeps no raw fields.
+impl CarriesRawFields for Full<Bytes> {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        None
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        None
+    }
+}
 
 /// Largest request body kept in memory so it can be retried or mirrored.
 pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;
@@ -517,7 +528,7 @@ impl Worker {
         };
         // Raw fields (see `RawFields`) left the hop's fields behind already.
         if response.status() != StatusCode::SWITCHING_PROTOCOLS
-            && response.extensions().get::<RawFields>().is_none()
+            && response.body().raw_fields().is_none()
         {
             strip_hop_by_hop(response.headers_mut());
         }

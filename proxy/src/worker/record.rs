@@ -16,6 +16,7 @@ use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
 use super::proxy::ProxyBody;
+use super::wire::{CarriesRawFields, RawFields};
 use crate::access_log::{AccessLog, rfc3339};
 use crate::metrics::{BackendFailure, InFlight, RouteStats, WorkerStats};
 
@@ -130,6 +131,16 @@ impl RecordedBody {
 
 /// The error of a response body: the upstream's, boxed.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl CarriesRawFields for RecordedBody {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        self.inner.raw_fields()
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        self.inner.take_raw_fields()
+    }
+}
 
 impl Body for RecordedBody {
     type Data = Bytes;

@@ -19,7 +19,8 @@ use super::conn::Conn;
 use crate::worker::headers::has_token;
 use crate::worker::record::RecordedBody;
 use crate::worker::wire::{
-    RawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk, encode_response_head,
+    CarriesRawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk,
+    encode_response_head,
 };
 
 /// Gathered body bytes are written once they pass this size.
@@ -119,11 +120,11 @@ pub(super) async fn write_response(
         (true, true) => None,
     };
     let (parts, mut body) = response.into_parts();
-    let raw = parts.extensions.get::<RawFields>();
+    let raw = body.take_raw_fields();
     encode_response_head(
         out,
         parts.status,
-        (raw, &parts.headers),
+        (raw.as_ref(), &parts.headers),
         framing,
         connection,
     );

@@ -29,8 +29,8 @@ use super::{RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
-    BodyDecoder, BodyFraming, Chunk, FieldsAs, ResponseHead, encode_chunk_start, encode_last_chunk,
-    encode_request_head, parse_response_head,
+    BodyDecoder, BodyFraming, CarriesRawFields, Chunk, FieldsAs, RawFields, ResponseHead,
+    encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
 };
 
 /// Bytes reserved for the first read of an exchange: a response head and a small
@@ -384,6 +384,8 @@ pub(crate) struct ResponseBody {
     decoder: BodyDecoder,
     keep_alive: bool,
     home: Option<Home>,
+    /// The response's fields, when they are kept raw.
+    raw: Option<RawFields>,
 }
 
 impl ResponseBody {
@@ -393,6 +395,7 @@ impl ResponseBody {
             decoder: BodyDecoder::response(head.framing),
             keep_alive: head.keep_alive,
             home: Some(home),
+            raw: head.raw,
         };
         if body.decoder.is_done() {
             body.release();
@@ -415,6 +418,16 @@ impl ResponseBody {
         self.conn = None;
         self.decoder = BodyDecoder::abandoned();
         Poll::Ready(Some(Err(error.into())))
+    }
+}
+
+impl CarriesRawFields for ResponseBody {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        self.raw.as_ref()
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        self.raw.take()
     }
 }
 

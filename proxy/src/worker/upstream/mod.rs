@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 
 use super::body::CountedBody;
 use super::connection::LocalExec;
-use super::wire::FieldsAs;
+use super::wire::{CarriesRawFields, FieldsAs, RawFields};
 use crate::fast_map::FastMap;
 
 mod http1;
@@ -37,6 +37,18 @@ pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
 /// A response body from a backend: read inline off a pooled HTTP/1.1 connection,
 /// or hyper's (h2c, upgrades). Errors are boxed.
 pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
+
+/// hyper's response bodies (h2c and upgrade backends) come with their fields in the
+/// header map.
+impl CarriesRawFields for Incoming {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        None
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        None
+    }
+}
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
 const MAX_IDLE_PER_ENDPOINT: usize = 1024;

@@ -34,6 +34,9 @@ pub(crate) struct ResponseHead {
     pub(crate) framing: ResponseFraming,
     /// The connection may carry another request once this body has been read.
     pub(crate) keep_alive: bool,
+    /// The fields that go on unchanged, kept raw (the response's header map is then
+    /// empty); carried with the response's body to the side that writes it.
+    pub(crate) raw: Option<RawFields>,
 }
 
 /// Appends the request head: request line, every header but the framing ones (which
@@ -70,9 +73,9 @@ pub(crate) fn encode_request_head(
 /// Where a parsed response head keeps the fields that go on unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FieldsAs {
-    /// As [`RawFields`] (in the response's extensions, its header map left empty)
-    /// when they form a few runs of lines, as they nearly always do, else in the
-    /// header map: for a response written out over HTTP/1.1 as it came.
+    /// As [`RawFields`] (in [`ResponseHead::raw`], the header map left empty) when
+    /// they form a few runs of lines, as they nearly always do, else in the header
+    /// map: for a response written out over HTTP/1.1 as it came.
     Raw,
     /// In the header map: for a response whose fields will be read or changed (an
     /// HTTP/2 or tunnel client, a response filter), which would parse raw fields
@@ -156,7 +159,7 @@ fn raw_head(
         return Ok(None);
     }
     let mut head = facts.finish(status, version, HeaderMap::new(), method);
-    head.response.extensions_mut().insert(raw);
+    head.raw = Some(raw);
     Ok(Some(head))
 }
 
@@ -248,6 +251,7 @@ impl ConnectionFacts {
             response,
             framing,
             keep_alive,
+            raw: None,
         }
     }
 }

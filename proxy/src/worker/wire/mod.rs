@@ -27,7 +27,7 @@ pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_
 pub(crate) use client::{
     FieldsAs, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
 };
-pub(crate) use raw::{RawFields, headers_mut};
+pub(crate) use raw::{CarriesRawFields, RawFields, headers_mut};
 pub(crate) use server::{
     RequestHead, ResponseBodyFraming, encode_response_head, error_response, parse_request_head,
 };

@@ -3,11 +3,14 @@
 //! the field lines that go on as runs of the received bytes, so the common answer is
 //! never parsed into a header map and written back out field by field. The map is
 //! built only when something needs it: a header filter, CORS, an HTTP/2 client or
-//! the tunnel ([`RawFields::to_map`]).
+//! the tunnel ([`RawFields::to_map`]). The raw fields travel with the response's body
+//! ([`CarriesRawFields`]), not in its extensions: that would cost three allocations
+//! per response.
 
 use bytes::{Bytes, BytesMut};
 use http::header::HeaderMap;
 use http::{Method, Response, StatusCode};
+use http_body_util::Either;
 
 use super::FieldSpan;
 use super::client::{FieldsAs, parse_response_head};
@@ -99,11 +102,45 @@ impl RawFields {
     }
 }
 
-/// The header map of `response` to read or change, its raw fields (if any) parsed
-/// into it first. Everything but the HTTP/1.1 writer reaches response fields
-/// through this.
-pub(crate) fn headers_mut<B>(response: &mut Response<B>) -> &mut HeaderMap {
-    if let Some(raw) = response.extensions_mut().remove::<RawFields>() {
+/// A response body that may carry its response's fields as [`RawFields`].
+pub(crate) trait CarriesRawFields {
+    /// The raw fields, if the response's fields are kept raw.
+    fn raw_fields(&self) -> Option<&RawFields>;
+    /// Takes the raw fields out (they are being parsed into the header map).
+    fn take_raw_fields(&mut self) -> Option<RawFields>;
+}
+
+impl CarriesRawFields for Option<RawFields> {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        self.as_ref()
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        self.take()
+    }
+}
+
+impl<L: CarriesRawFields, R: CarriesRawFields> CarriesRawFields for Either<L, R> {
+    fn raw_fields(&self) -> Option<&RawFields> {
+        match self {
+            Either::Left(left) => left.raw_fields(),
+            Either::Right(right) => right.raw_fields(),
+        }
+    }
+
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        match self {
+            Either::Left(left) => left.take_raw_fields(),
+            Either::Right(right) => right.take_raw_fields(),
+        }
+    }
+}
+
+/// The header map of `response` to read or change, the raw fields its body carries
+/// (if any) parsed into it first. Everything but the HTTP/1.1 writer reaches
+/// response fields through this.
+pub(crate) fn headers_mut<B: CarriesRawFields>(response: &mut Response<B>) -> &mut HeaderMap {
+    if let Some(raw) = response.body_mut().take_raw_fields() {
         let added = std::mem::take(response.headers_mut());
         let headers = response.headers_mut();
         *headers = raw.to_map();
