@@ -105,7 +105,8 @@ struct UpstreamHead {
     method: Method,
     /// Origin-form target (path and query).
     target: String,
-    /// Authority for HTTP/2 upstreams.
+    /// The host the request was routed on: the authority for HTTP/2 upstreams when
+    /// the forwarded fields carry no `Host`.
     host: String,
     headers: HeaderMap,
     /// Where an HTTP/1.1 backend's response keeps its fields.
@@ -287,14 +288,10 @@ impl Worker {
         info: &ConnectionInfo,
     ) -> Response<RecordedBody> {
         let client = self.forwarding.client(request.headers(), info.peer);
-        let target = request
-            .uri()
-            .path_and_query()
-            .map_or_else(|| "/".to_owned(), |target| target.as_str().to_owned());
         let mut record = Record::start(
             &self.sink.stats,
             request.method().clone(),
-            target,
+            request.uri().path_and_query().cloned(),
             request.version(),
             client,
         );
@@ -440,11 +437,6 @@ impl Worker {
                 host_value: host_value.as_ref(),
             },
         );
-        let upstream_host = headers
-            .get(header::HOST)
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or(&host)
-            .to_owned();
         // Fields go on as they came only to an HTTP/1.x client and when nothing
         // here changes them; anything else would parse them twice.
         let response_fields = if parts.version <= Version::HTTP_11
@@ -459,7 +451,7 @@ impl Worker {
         let head = UpstreamHead {
             method: parts.method,
             target: upstream_target,
-            host: upstream_host,
+            host,
             headers,
             response_fields,
         };
@@ -845,19 +837,26 @@ fn build_request(
     body: RequestBody,
     protocol: Protocol,
 ) -> Option<Request<RequestBody>> {
-    if let Some(modifier) = &backend.request_headers {
-        apply_header_modifier(modifier, &mut headers);
-    }
     let (version, uri) = match protocol {
         Protocol::Http1 => (Version::HTTP_11, head.target.parse::<Uri>()),
         Protocol::H2c => {
-            headers.remove(header::HOST);
+            // The forwarded `Host` (as the route's filters left it) is the authority.
+            let authority = headers
+                .get(header::HOST)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or(&head.host);
             (
                 Version::HTTP_2,
-                format!("http://{}{}", head.host, head.target).parse::<Uri>(),
+                format!("http://{authority}{}", head.target).parse::<Uri>(),
             )
         }
     };
+    if let Some(modifier) = &backend.request_headers {
+        apply_header_modifier(modifier, &mut headers);
+    }
+    if protocol == Protocol::H2c {
+        headers.remove(header::HOST);
+    }
     let mut request = Request::new(body);
     *request.method_mut() = head.method.clone();
     *request.uri_mut() = uri.ok()?;

@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
+use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
@@ -27,7 +28,8 @@ pub(crate) struct Record {
     _in_flight: InFlight,
     pub(crate) method: Method,
     pub(crate) host: String,
-    pub(crate) target: String,
+    /// The request target as the client sent it (sharing the request's bytes).
+    pub(crate) target: Option<PathAndQuery>,
     pub(crate) version: Version,
     pub(crate) client: IpAddr,
     /// The request came over a tunnel stream, not a listener.
@@ -47,7 +49,7 @@ impl Record {
     pub(crate) fn start(
         stats: &WorkerStats,
         method: Method,
-        target: String,
+        target: Option<PathAndQuery>,
         version: Version,
         client: IpAddr,
     ) -> Self {
@@ -79,7 +81,7 @@ impl Record {
             "entry": if self.tunnel { "tunnel" } else { "listener" },
             "method": self.method.as_str(),
             "host": self.host,
-            "target": self.target,
+            "target": self.target.as_ref().map_or("/", PathAndQuery::as_str),
             "protocol": format!("{:?}", self.version),
             "status": self.status.as_u16(),
             "route": self.route.as_deref(),
