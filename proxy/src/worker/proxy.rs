@@ -43,7 +43,7 @@ use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_pr
 use super::http1::Upgraded;
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use super::wire::{CarriesRawFields, FieldsAs, RawFields, headers_mut};
+use super::wire::{CarriesRawFields, FieldsAs, headers_mut};
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
@@ -53,15 +53,7 @@ use crate::{Snapshot, SnapshotCell};
 pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
 
 /// A local answer's body keeps no raw fields.
-impl CarriesRawFields for Full<Bytes> {
-    fn raw_fields(&self) -> Option<&RawFields> {
-        None
-    }
-
-    fn take_raw_fields(&mut self) -> Option<RawFields> {
-        None
-    }
-}
+impl CarriesRawFields for Full<Bytes> {}
 
 /// Largest request body kept in memory so it can be retried or mirrored.
 pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;

@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 
 use super::body::CountedBody;
 use super::connection::LocalExec;
-use super::wire::{CarriesRawFields, FieldsAs, RawFields};
+use super::wire::{CarriesRawFields, FieldsAs};
 use crate::fast_map::FastMap;
 
 mod http1;
@@ -40,15 +40,7 @@ pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
 
 /// hyper's response bodies (h2c and upgrade backends) come with their fields in the
 /// header map.
-impl CarriesRawFields for Incoming {
-    fn raw_fields(&self) -> Option<&RawFields> {
-        None
-    }
-
-    fn take_raw_fields(&mut self) -> Option<RawFields> {
-        None
-    }
-}
+impl CarriesRawFields for Incoming {}
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
 const MAX_IDLE_PER_ENDPOINT: usize = 1024;

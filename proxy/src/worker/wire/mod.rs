@@ -79,7 +79,7 @@ pub(super) type FieldSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS
 
 /// Where a field's name and value sit in a head, so both can be taken from the head
 /// once it has been split off the read buffer.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct FieldSpan {
     name: (u32, u32),
     value: (u32, u32),

@@ -102,12 +102,17 @@ impl RawFields {
     }
 }
 
-/// A response body that may carry its response's fields as [`RawFields`].
+/// A response body that may carry its response's fields as [`RawFields`]. A body
+/// that never does (a local answer, hyper's) keeps the defaults: none.
 pub(crate) trait CarriesRawFields {
     /// The raw fields, if the response's fields are kept raw.
-    fn raw_fields(&self) -> Option<&RawFields>;
+    fn raw_fields(&self) -> Option<&RawFields> {
+        None
+    }
     /// Takes the raw fields out (they are being parsed into the header map).
-    fn take_raw_fields(&mut self) -> Option<RawFields>;
+    fn take_raw_fields(&mut self) -> Option<RawFields> {
+        None
+    }
 }
 
 impl CarriesRawFields for Option<RawFields> {
