@@ -142,6 +142,8 @@ async fn forwards_and_answers_failures() {
         let request = Request::get("/some/./path?x=1")
             .header("host", "echo.example")
             .header("x-forwarded-for", "192.0.2.1")
+            .header("forwarded", "for=192.0.2.99")
+            .header("x-forwarded-host", "spoofed.example")
             .header("x-client", "kept")
             .body(Full::new(Bytes::new()))
             .unwrap();
@@ -155,6 +157,12 @@ async fn forwards_and_answers_failures() {
             json!(["192.0.2.1, 127.0.0.1"])
         );
         assert_eq!(seen["headers"]["X-Forwarded-Proto"], json!(["http"]));
+        // An untrusted client's `Forwarded` and `X-Forwarded-Host` are replaced.
+        assert_eq!(
+            seen["headers"]["Forwarded"],
+            json!(["for=127.0.0.1;proto=http;host=\"echo.example\""])
+        );
+        assert_eq!(seen["headers"]["X-Forwarded-Host"], json!(["echo.example"]));
         assert_eq!(seen["headers"]["X-Added"], json!(["yes"]));
         assert_eq!(seen["headers"]["X-Client"], json!(["kept"]));
 

@@ -6,9 +6,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Uri, Version};
+
+use super::wire::FieldLines;
 
 /// Headers that describe one hop, never forwarded in either direction (`TE` is
 /// handled apart: `te: trailers` is end-to-end in practice, gRPC needs it).
@@ -122,62 +123,58 @@ pub(crate) struct Hop<'a> {
     pub(crate) scheme: &'static str,
     /// The host the request was routed on.
     pub(crate) host: &'a str,
-    /// The same as a header value, when the request had one (shared, not copied,
-    /// into `X-Forwarded-Host`).
-    pub(crate) host_value: Option<&'a HeaderValue>,
 }
 
 impl Forwarding {
-    /// Writes the forwarding headers for `hop`:
+    /// The forwarding fields for `hop`, given the request's `headers`, as field
+    /// lines that replace the request's own fields of those names:
     /// - `X-Forwarded-For`: the peer appended to what came (joined into one value);
     /// - `X-Forwarded-Proto` and `X-Forwarded-Host`: kept from a trusted hop, else
     ///   set to this hop's scheme and host;
     /// - `Forwarded` (RFC 7239): a trusted hop's elements kept, an untrusted client's
     ///   dropped, then this hop's `for`, `proto` and `host` appended.
-    pub(crate) fn apply(self, headers: &mut HeaderMap, hop: &Hop<'_>) {
+    pub(crate) fn fields(self, headers: &HeaderMap, hop: &Hop<'_>) -> FieldLines {
         let trusted = self.trusted_hops > 0;
-        let mut chain = String::with_capacity(64);
-        append_values(&mut chain, headers, &X_FORWARDED_FOR);
-        if !chain.is_empty() {
-            chain.push_str(", ");
-        }
-        push_ip(&mut chain, hop.peer.ip());
-        insert_text(headers, X_FORWARDED_FOR, chain);
+        let mut lines = FieldLines::with_capacity(192);
+        lines.push(&X_FORWARDED_FOR, |out| {
+            if append_values(out, headers, &X_FORWARDED_FOR) {
+                out.extend_from_slice(b", ");
+            }
+            push_ip(out, hop.peer.ip());
+        });
         if !trusted || !headers.contains_key(&X_FORWARDED_PROTO) {
-            headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(hop.scheme));
+            lines.push(&X_FORWARDED_PROTO, |out| {
+                out.extend_from_slice(hop.scheme.as_bytes());
+            });
         }
         if (!trusted || !headers.contains_key(&X_FORWARDED_HOST)) && !hop.host.is_empty() {
-            match hop.host_value {
-                Some(value) => {
-                    headers.insert(X_FORWARDED_HOST, value.clone());
+            lines.push(&X_FORWARDED_HOST, |out| {
+                out.extend_from_slice(hop.host.as_bytes());
+            });
+        }
+        lines.push(&header::FORWARDED, |out| {
+            if trusted && append_values(out, headers, &header::FORWARDED) {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(b"for=");
+            match hop.peer.ip() {
+                ip @ IpAddr::V4(_) => push_ip(out, ip),
+                ip @ IpAddr::V6(_) => {
+                    out.extend_from_slice(b"\"[");
+                    push_ip(out, ip);
+                    out.extend_from_slice(b"]\"");
                 }
-                None => insert_text(headers, X_FORWARDED_HOST, hop.host.to_owned()),
             }
-        }
-        let mut elements = String::with_capacity(64);
-        if trusted {
-            append_values(&mut elements, headers, &header::FORWARDED);
-            if !elements.is_empty() {
-                elements.push_str(", ");
+            out.extend_from_slice(b";proto=");
+            out.extend_from_slice(hop.scheme.as_bytes());
+            let host = hop.host.as_bytes();
+            if !host.is_empty() && host.iter().all(|&b| b.is_ascii_graphic() && b != b'"') {
+                out.extend_from_slice(b";host=\"");
+                out.extend_from_slice(host);
+                out.push(b'"');
             }
-        }
-        elements.push_str("for=");
-        match hop.peer.ip() {
-            ip @ IpAddr::V4(_) => push_ip(&mut elements, ip),
-            ip @ IpAddr::V6(_) => {
-                elements.push_str("\"[");
-                push_ip(&mut elements, ip);
-                elements.push_str("]\"");
-            }
-        }
-        elements.push_str(";proto=");
-        elements.push_str(hop.scheme);
-        if !hop.host.is_empty() && hop.host.bytes().all(|b| b.is_ascii_graphic() && b != b'"') {
-            elements.push_str(";host=\"");
-            elements.push_str(hop.host);
-            elements.push('"');
-        }
-        insert_text(headers, header::FORWARDED, elements);
+        });
+        lines
     }
 
     /// The client's address as far as it can be believed: the peer, or with trusted
@@ -209,47 +206,43 @@ fn joined(headers: &HeaderMap, name: &HeaderName) -> Vec<String> {
         .collect()
 }
 
-/// Appends every text value of `name` to `text`, joined by `", "`.
-fn append_values(text: &mut String, headers: &HeaderMap, name: &HeaderName) {
+/// Appends every text value of `name` to `out`, joined by `", "`; `true` when
+/// there was one.
+fn append_values(out: &mut Vec<u8>, headers: &HeaderMap, name: &HeaderName) -> bool {
+    let mut any = false;
     for value in headers.get_all(name) {
-        if let Ok(value) = value.to_str() {
-            if !text.is_empty() {
-                text.push_str(", ");
+        if value.to_str().is_ok() {
+            if any {
+                out.extend_from_slice(b", ");
             }
-            text.push_str(value);
+            out.extend_from_slice(value.as_bytes());
+            any = true;
         }
     }
+    any
 }
 
 /// Appends `ip` in its usual text form; IPv4, the common case, without the
 /// formatting machinery (this runs for every forwarded request).
-pub(crate) fn push_ip(text: &mut String, ip: IpAddr) {
+pub(crate) fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
     match ip {
         IpAddr::V4(ip) => {
             for (i, octet) in ip.octets().into_iter().enumerate() {
                 if i > 0 {
-                    text.push('.');
+                    out.push(b'.');
                 }
                 if octet >= 100 {
-                    text.push(char::from(b'0' + octet / 100));
+                    out.push(b'0' + octet / 100);
                 }
                 if octet >= 10 {
-                    text.push(char::from(b'0' + octet / 10 % 10));
+                    out.push(b'0' + octet / 10 % 10);
                 }
-                text.push(char::from(b'0' + octet % 10));
+                out.push(b'0' + octet % 10);
             }
         }
         IpAddr::V6(ip) => {
-            use std::fmt::Write as _;
-            let _ = write!(text, "{ip}");
+            use std::io::Write as _;
+            let _ = write!(out, "{ip}");
         }
-    }
-}
-
-/// Inserts `text` as the value of `name` (moved into the value, not copied), unless
-/// it is not a valid header value.
-fn insert_text(headers: &mut HeaderMap, name: HeaderName, text: String) {
-    if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(text)) {
-        headers.insert(name, value);
     }
 }

@@ -16,6 +16,7 @@ mod body;
 mod connection;
 mod headers;
 mod http1;
+mod outgoing;
 mod proxy;
 mod record;
 mod sniff;

@@ -30,7 +30,7 @@ use culvert_router::path::normalize_path;
 use culvert_router::rule::{Backend, Filters, Mirror, Retry};
 use culvert_router::{RequestView, RouteKind};
 use http::header::{self, HeaderMap, HeaderValue};
-use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
@@ -41,6 +41,7 @@ use super::body::{ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::http1::Upgraded;
+use super::outgoing::{UpstreamHead, build_request, upgrade_request};
 use super::record::{Record, RecordedBody, Sink};
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use super::wire::{CarriesRawFields, FieldsAs, headers_mut};
@@ -90,19 +91,6 @@ impl Drop for ConnectionGuard {
             self.0.all_closed.notify_waiters();
         }
     }
-}
-
-/// The upstream request, minus its body, so an attempt can be rebuilt.
-struct UpstreamHead {
-    method: Method,
-    /// Origin-form target (path and query).
-    target: String,
-    /// The host the request was routed on: the authority for HTTP/2 upstreams when
-    /// the forwarded fields carry no `Host`.
-    host: String,
-    headers: HeaderMap,
-    /// Where an HTTP/1.1 backend's response keeps its fields.
-    response_fields: FieldsAs,
 }
 
 /// A request routed and rewritten, ready to be forwarded.
@@ -401,7 +389,6 @@ impl Worker {
                 headers.insert(header::HOST, value);
             }
         }
-        let host_value = headers.get(header::HOST).cloned();
         if let Some(modifier) = &filters.request_headers {
             apply_header_modifier(modifier, &mut headers);
         }
@@ -420,13 +407,12 @@ impl Worker {
                 };
             }
         }
-        self.forwarding.apply(
-            &mut headers,
+        let added = self.forwarding.fields(
+            &headers,
             &Hop {
                 peer: info.peer,
                 scheme: info.scheme(),
                 host: &host,
-                host_value: host_value.as_ref(),
             },
         );
         // Fields go on as they came only to an HTTP/1.x client and when nothing
@@ -445,6 +431,7 @@ impl Worker {
             target: upstream_target,
             host,
             headers,
+            added,
             response_fields,
         };
         let grpc = snapshot
@@ -544,6 +531,7 @@ impl Worker {
         record: &'a mut Record,
     ) -> impl Future<Output = Response<ProxyBody>> + 'a {
         async move {
+            let fields = head.response_fields;
             let timeouts = rule.timeouts();
             let deadline = timeouts.request.map(|limit| Instant::now() + limit);
             let retry = match &body {
@@ -569,13 +557,9 @@ impl Worker {
                     Either::Right(copy) if !last => Either::Right(copy.clone()),
                     _ => std::mem::replace(&mut body, Either::Right(Full::default())),
                 };
-                let headers = if last {
-                    std::mem::take(&mut head.headers)
-                } else {
-                    head.headers.clone()
-                };
                 let protocol = protocol_of(backend, grpc);
-                let Some(request) = build_request(&head, headers, backend, attempt_body, protocol)
+                let attempt_head = head.for_attempt(last);
+                let Some(request) = build_request(attempt_head, backend, attempt_body, protocol)
                 else {
                     return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
                 };
@@ -587,9 +571,7 @@ impl Worker {
                 // would be stored twice (as itself, and inside the timeout).
                 let outcome = match limit {
                     Some(limit) => {
-                        let sent =
-                            self.upstreams
-                                .send(endpoint, protocol, request, head.response_fields);
+                        let sent = self.upstreams.send(endpoint, request, fields);
                         match tokio::time::timeout(limit, sent).await {
                             Ok(result) => result.map_err(Failure::Upstream),
                             Err(_) => Err(Failure::Timeout),
@@ -597,7 +579,7 @@ impl Worker {
                     }
                     None => self
                         .upstreams
-                        .send(endpoint, protocol, request, head.response_fields)
+                        .send(endpoint, request, fields)
                         .await
                         .map_err(Failure::Upstream),
                 };
@@ -648,14 +630,8 @@ impl Worker {
         head.headers.insert(header::UPGRADE, protocol);
         head.headers
             .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-        let headers = std::mem::take(&mut head.headers);
-        let Some(request) = build_request(
-            &head,
-            headers,
-            backend,
-            Either::Right(Full::new(Bytes::new())),
-            Protocol::Http1,
-        ) else {
+        let Some(request) = upgrade_request(head, backend, Either::Right(Full::new(Bytes::new())))
+        else {
             return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
         };
         let mut response = match Upstreams::send_upgrade(endpoint, request).await {
@@ -699,19 +675,14 @@ impl Worker {
             return;
         };
         let protocol = protocol_of(backend, grpc);
-        let Some(request) = build_request(
-            head,
-            head.headers.clone(),
-            backend,
-            Either::Right(body),
-            protocol,
-        ) else {
+        let Some(request) = build_request(head.clone(), backend, Either::Right(body), protocol)
+        else {
             return;
         };
         let upstreams = Rc::clone(&self.upstreams);
         tokio::task::spawn_local(async move {
             // The answer is only read to its end (so the connection can be reused).
-            let sent = upstreams.send(endpoint, protocol, request, FieldsAs::Raw);
+            let sent = upstreams.send(endpoint, request, FieldsAs::Raw);
             if let Ok(response) = sent.await {
                 let _ = response.into_body().collect().await;
             }
@@ -813,48 +784,6 @@ fn pick_endpoint(backend: &Backend, random: u64) -> Result<SocketAddr, BackendFa
 fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
     record.failure = Some(failure);
     local_answer(failure.status())
-}
-
-/// The request for one attempt: the head with the backend's own header filter, in
-/// the form the protocol wants (origin-form for HTTP/1.1, absolute for HTTP/2).
-///
-/// `headers` are the head's (a copy when the head is needed again: a retry, a
-/// mirror), so the last or only attempt moves them instead of copying. `None` when
-/// the target (or, for HTTP/2, the authority) does not form a valid URI: answered
-/// 500, never sent as something else.
-fn build_request(
-    head: &UpstreamHead,
-    mut headers: HeaderMap,
-    backend: &Backend,
-    body: RequestBody,
-    protocol: Protocol,
-) -> Option<Request<RequestBody>> {
-    let (version, uri) = match protocol {
-        Protocol::Http1 => (Version::HTTP_11, head.target.parse::<Uri>()),
-        Protocol::H2c => {
-            // The forwarded `Host` (as the route's filters left it) is the authority.
-            let authority = headers
-                .get(header::HOST)
-                .and_then(|value| value.to_str().ok())
-                .unwrap_or(&head.host);
-            (
-                Version::HTTP_2,
-                format!("http://{authority}{}", head.target).parse::<Uri>(),
-            )
-        }
-    };
-    if let Some(modifier) = &backend.request_headers {
-        apply_header_modifier(modifier, &mut headers);
-    }
-    if protocol == Protocol::H2c {
-        headers.remove(header::HOST);
-    }
-    let mut request = Request::new(body);
-    *request.method_mut() = head.method.clone();
-    *request.uri_mut() = uri.ok()?;
-    *request.version_mut() = version;
-    *request.headers_mut() = headers;
-    Some(request)
 }
 
 /// The backend's response with the backend's own response header filter applied.

@@ -18,14 +18,13 @@ use std::task::{Context, Poll, Waker, ready};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use http::request::Parts;
 use http::{HeaderMap, Method, Response};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{RequestBody, UpstreamError, Upstreams};
+use super::{Http1Head, RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::wire::{
@@ -133,19 +132,22 @@ enum Outgoing {
 /// [`super::Upstreams::send`]).
 pub(crate) fn exchange(
     mut conn: Connection,
-    parts: &Parts,
+    head: &Http1Head,
     body: RequestBody,
     home: Home,
     reused: bool,
     fields: FieldsAs,
 ) -> impl Future<Output = Result<Response<ResponseBody>, ExchangeError>> + '_ {
-    let (outgoing, framing) = outgoing(body, parts);
-    let target = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |target| target.as_str());
+    let (outgoing, framing) = outgoing(body, head);
     let mut out = Vec::with_capacity(512);
-    encode_request_head(&mut out, &parts.method, target, &parts.headers, framing);
+    encode_request_head(
+        &mut out,
+        &head.method,
+        &head.target,
+        &head.headers,
+        &head.added,
+        framing,
+    );
     async move {
         let head = match outgoing {
             Outgoing::Buffered(bytes) => {
@@ -162,7 +164,7 @@ pub(crate) fn exchange(
                 } else {
                     Ok(())
                 };
-                let idempotent = is_idempotent(&parts.method);
+                let idempotent = is_idempotent(&head.method);
                 if first.is_err() || rest.is_err() {
                     let resend = reused && (first.is_err() || idempotent);
                     return Err(if resend {
@@ -172,7 +174,7 @@ pub(crate) fn exchange(
                     });
                 }
                 let stale = |conn: &Connection| reused && conn.read_buf.is_empty() && idempotent;
-                let read = read_head(&mut conn.stream, &mut conn.read_buf, &parts.method, fields);
+                let read = read_head(&mut conn.stream, &mut conn.read_buf, &head.method, fields);
                 match read.await {
                     Ok(head) => head,
                     Err(_) if stale(&conn) => {
@@ -195,7 +197,7 @@ pub(crate) fn exchange(
                     &mut conn,
                     body,
                     framing,
-                    &parts.method,
+                    &head.method,
                     fields,
                 ))
                 .await
@@ -209,7 +211,7 @@ pub(crate) fn exchange(
 /// The body to send and its framing on the wire. A body that has already ended is
 /// sent buffered (empty bodies included); `Content-Length: 0` is written when the
 /// method expects a body or the client sent one.
-fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, BodyFraming) {
+fn outgoing(body: RequestBody, head: &Http1Head) -> (Outgoing, BodyFraming) {
     let bytes = match body {
         Either::Right(full) => full_bytes(full),
         Either::Left(streamed) if streamed.is_end_stream() => Bytes::new(),
@@ -222,8 +224,8 @@ fn outgoing(body: RequestBody, parts: &Parts) -> (Outgoing, BodyFraming) {
         }
     };
     let announce = !bytes.is_empty()
-        || parts.headers.contains_key(http::header::CONTENT_LENGTH)
-        || matches!(parts.method, Method::POST | Method::PUT | Method::PATCH);
+        || head.headers.contains_key(http::header::CONTENT_LENGTH)
+        || matches!(head.method, Method::POST | Method::PUT | Method::PATCH);
     let framing = if announce {
         BodyFraming::Length(bytes.len() as u64)
     } else {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future;
-use http::{Request, Response};
+use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::{http1 as hyper_http1, http2};
@@ -23,7 +23,7 @@ use tokio::net::TcpStream;
 
 use super::body::CountedBody;
 use super::connection::LocalExec;
-use super::wire::{CarriesRawFields, FieldsAs};
+use super::wire::{CarriesRawFields, FieldLines, FieldsAs};
 use crate::fast_map::FastMap;
 
 mod http1;
@@ -37,6 +37,34 @@ pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
 /// A response body from a backend: read inline off a pooled HTTP/1.1 connection,
 /// or hyper's (h2c, upgrades). Errors are boxed.
 pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
+
+/// A request head for an HTTP/1.1 backend, in the parts it is written from: no
+/// `Uri` or `http::Request` is built for it.
+pub(crate) struct Http1Head {
+    pub(crate) method: Method,
+    /// The origin-form target (see [`is_origin_form`]).
+    pub(crate) target: String,
+    pub(crate) headers: HeaderMap,
+    /// Fields written after `headers`, in place of theirs of the same names.
+    pub(crate) added: FieldLines,
+}
+
+/// One attempt's request, in the form its backend's protocol takes.
+pub(crate) enum UpstreamRequest {
+    /// To a pooled HTTP/1.1 connection.
+    Http1(Http1Head, RequestBody),
+    /// To an h2c connection (hyper), the target in absolute form.
+    H2c(Request<RequestBody>),
+}
+
+/// Whether `target` can go on an HTTP/1.1 request line as an origin-form target:
+/// it starts with `/` and holds nothing that would end the target (a space, a
+/// control character) or that a target cannot carry (a fragment).
+pub(crate) fn is_origin_form(target: &str) -> bool {
+    target.starts_with('/')
+        && target.len() < usize::from(u16::MAX)
+        && target.bytes().all(|b| b > b' ' && b != 0x7f && b != b'#')
+}
 
 /// hyper's response bodies (h2c and upgrade backends) come with their fields in the
 /// header map.
@@ -87,14 +115,15 @@ impl Upstreams {
     pub(crate) fn send(
         self: &Rc<Self>,
         endpoint: SocketAddr,
-        protocol: Protocol,
-        request: Request<RequestBody>,
+        request: UpstreamRequest,
         fields: FieldsAs,
     ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
-        match protocol {
-            Protocol::Http1 => future::Either::Left(self.send_http1(endpoint, request, fields)),
+        match request {
+            UpstreamRequest::Http1(head, body) => {
+                future::Either::Left(self.send_http1(endpoint, head, body, fields))
+            }
             // Boxed to keep the common HTTP/1.1 future small.
-            Protocol::H2c => future::Either::Right(Box::pin(async move {
+            UpstreamRequest::H2c(request) => future::Either::Right(Box::pin(async move {
                 Ok(self.send_h2c(endpoint, request).await?.map(Either::Right))
             })),
         }
@@ -115,24 +144,28 @@ impl Upstreams {
 
     /// A pooled connection found closed before the backend could act on the request
     /// is given up for a new one; after that the request is spent.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would keep `head` and `body` twice"
+    )]
     fn send_http1(
         self: &Rc<Self>,
         endpoint: SocketAddr,
-        request: Request<RequestBody>,
+        head: Http1Head,
+        mut body: RequestBody,
         fields: FieldsAs,
     ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
-        let (parts, mut body) = request.into_parts();
         async move {
             if let Some(conn) = self.take_idle(endpoint) {
                 let home = self.home(endpoint);
-                match http1::exchange(conn, &parts, body, home, true, fields).await {
+                match http1::exchange(conn, &head, body, home, true, fields).await {
                     Ok(response) => return Ok(response.map(Either::Left)),
                     Err(ExchangeError::Stale(unsent)) => body = unsent,
                     Err(ExchangeError::Failed(error)) => return Err(error),
                 }
             }
             let conn = Connection::new(connect_tcp(endpoint).await?);
-            match http1::exchange(conn, &parts, body, self.home(endpoint), false, fields).await {
+            match http1::exchange(conn, &head, body, self.home(endpoint), false, fields).await {
                 Ok(response) => Ok(response.map(Either::Left)),
                 Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
                 Err(ExchangeError::Failed(error)) => Err(error),

@@ -7,12 +7,12 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::header::{self, HeaderMap};
 use http::{Method, Response, StatusCode, Version};
 
+use super::lines::FieldLines;
 use super::raw::{RawFields, bodyless};
 use super::{
-    BodyFraming, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS, WireError,
-    build_headers, field_spans, push_decimal, push_field, tokens,
+    BodyFraming, CodecField, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS,
+    WireError, build_headers, field_spans, push_decimal, push_field, tokens,
 };
-use crate::worker::headers::HOP_BY_HOP;
 
 /// How a response body ends (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,12 +40,14 @@ pub(crate) struct ResponseHead {
 }
 
 /// Appends the request head: request line, every header but the framing ones (which
-/// `framing` decides), then the framing header.
+/// `framing` decides) and those `added` replaces, the lines of `added`, then the
+/// framing header.
 pub(crate) fn encode_request_head(
     out: &mut Vec<u8>,
     method: &Method,
     target: &str,
     headers: &HeaderMap,
+    added: &FieldLines,
     framing: BodyFraming,
 ) {
     out.extend_from_slice(method.as_str().as_bytes());
@@ -53,11 +55,15 @@ pub(crate) fn encode_request_head(
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in headers {
-        if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
+        if name == header::CONTENT_LENGTH
+            || name == header::TRANSFER_ENCODING
+            || added.replaces(name)
+        {
             continue;
         }
         push_field(out, name.as_str().as_bytes(), value.as_bytes());
     }
+    out.extend_from_slice(added.as_bytes());
     match framing {
         BodyFraming::Empty => {}
         BodyFraming::Length(length) => {
@@ -127,7 +133,7 @@ pub(crate) fn parse_response_head(
             }
         }
         let mut facts = ConnectionFacts::default();
-        let headers = build_headers(&head, &spans, 0, |name, value| {
+        let headers = build_headers(&head, &spans, |name, value| {
             facts.observe(name, value).map(|dropped| !dropped)
         })?;
         return Ok(Some(facts.finish(status, version, headers, method)));
@@ -182,31 +188,32 @@ struct ConnectionFacts {
 impl ConnectionFacts {
     /// Notes one field; `true` when it describes the connection and is dropped.
     fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<bool, WireError> {
-        if name.eq_ignore_ascii_case(b"content-length") {
-            self.length.add(value)?;
-            return Ok(false);
-        }
-        if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            self.transfer_encoding = true;
-            self.chunked = tokens(value)
-                .next_back()
-                .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
-            return Ok(true);
-        }
-        if name.eq_ignore_ascii_case(b"connection") {
-            for token in tokens(value) {
-                if token.eq_ignore_ascii_case(b"close") {
-                    self.close = true;
-                } else if !token.eq_ignore_ascii_case(b"keep-alive") {
-                    self.named
-                        .push(String::from_utf8_lossy(token).to_ascii_lowercase());
-                }
+        match CodecField::of(name) {
+            CodecField::ContentLength => {
+                self.length.add(value)?;
+                Ok(false)
             }
-            return Ok(true);
+            CodecField::TransferEncoding => {
+                self.transfer_encoding = true;
+                self.chunked = tokens(value)
+                    .next_back()
+                    .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
+                Ok(true)
+            }
+            CodecField::Connection => {
+                for token in tokens(value) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        self.close = true;
+                    } else if !token.eq_ignore_ascii_case(b"keep-alive") {
+                        self.named
+                            .push(String::from_utf8_lossy(token).to_ascii_lowercase());
+                    }
+                }
+                Ok(true)
+            }
+            CodecField::OtherHop => Ok(true),
+            CodecField::Te | CodecField::Expect | CodecField::Other => Ok(false),
         }
-        Ok(HOP_BY_HOP
-            .iter()
-            .any(|hop| name.eq_ignore_ascii_case(hop.as_bytes())))
     }
 
     /// The head, with its framing (RFC 9112 §6.3) and whether the connection may be

@@ -4,7 +4,8 @@
 //! - [`server`]: parsing a client's request head and writing the response head;
 //! - [`chunked`]: the chunked transfer coding, both ways;
 //! - [`body`]: reading a body of any framing off a buffer, both ways;
-//! - [`raw`]: response fields forwarded as the bytes they arrived in.
+//! - [`raw`]: response fields forwarded as the bytes they arrived in;
+//! - [`lines`]: fields the proxy adds to a request, kept as field lines.
 //!
 //! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
 //! [`MAX_HEADERS`] fields, a malformed line or conflicting `Content-Length` values
@@ -19,6 +20,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 mod body;
 mod chunked;
 mod client;
+mod lines;
 mod raw;
 mod server;
 
@@ -27,6 +29,7 @@ pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_
 pub(crate) use client::{
     FieldsAs, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
 };
+pub(crate) use lines::FieldLines;
 pub(crate) use raw::{CarriesRawFields, RawFields, headers_mut};
 pub(crate) use server::{
     RequestHead, ResponseBodyFraming, encode_response_head, error_response, parse_request_head,
@@ -118,16 +121,15 @@ pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> V
 }
 
 /// The header map of `head`: every field `keep` accepts (it sees name and value and
-/// may refuse the whole head), with room for `room` more fields (those the proxy
-/// will add, so the map does not grow on the request path). Values share `head`'s
-/// memory.
+/// may refuse the whole head). Values share `head`'s memory. The map has room for
+/// just these fields: the forwarding fields the proxy adds to a request are not
+/// kept in it (see [`FieldLines`]).
 pub(super) fn build_headers(
     head: &Bytes,
     spans: &[FieldSpan],
-    room: usize,
     mut keep: impl FnMut(&[u8], &[u8]) -> Result<bool, WireError>,
 ) -> Result<HeaderMap, WireError> {
-    let mut headers = HeaderMap::with_capacity(spans.len() + room);
+    let mut headers = HeaderMap::with_capacity(spans.len());
     for span in spans {
         let name = span.name(head);
         if !keep(name, span.value(head))? {
@@ -166,6 +168,40 @@ impl ContentLength {
 
     pub(super) fn get(self) -> Option<u64> {
         self.0
+    }
+}
+
+/// The fields the codec itself reads: framing and connection management.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CodecField {
+    ContentLength,
+    TransferEncoding,
+    Connection,
+    /// `Keep-Alive`, `Proxy-Connection`, `Trailer` and `Upgrade`: fields of one hop
+    /// the codec only drops or passes on.
+    OtherHop,
+    Te,
+    Expect,
+    /// Any other field.
+    Other,
+}
+
+impl CodecField {
+    /// What `name` is. Every field of every head goes through this, so the length
+    /// picks the candidate before any bytes are compared.
+    pub(super) fn of(name: &[u8]) -> Self {
+        let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
+        match name.len() {
+            2 if is(b"te") => Self::Te,
+            6 if is(b"expect") => Self::Expect,
+            7 if is(b"trailer") || is(b"upgrade") => Self::OtherHop,
+            10 if is(b"connection") => Self::Connection,
+            10 if is(b"keep-alive") => Self::OtherHop,
+            14 if is(b"content-length") => Self::ContentLength,
+            16 if is(b"proxy-connection") => Self::OtherHop,
+            17 if is(b"transfer-encoding") => Self::TransferEncoding,
+            _ => Self::Other,
+        }
     }
 }
 

@@ -17,13 +17,9 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    BodyFraming, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, WireError, build_headers,
-    field_spans, push_decimal, push_field, tokens,
+    BodyFraming, CodecField, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, WireError,
+    build_headers, field_spans, push_decimal, push_field, tokens,
 };
-
-/// Fields the proxy adds to a request on its way (`X-Forwarded-For`, `-Proto`,
-/// `-Host`, `Forwarded`, and a few a filter may set).
-const FORWARDING_ROOM: usize = 6;
 
 /// A parsed request head.
 #[derive(Debug)]
@@ -80,7 +76,7 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
     let head = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| WireError::Malformed)?;
     let mut facts = RequestFacts::default();
-    let headers = build_headers(&head, &spans, FORWARDING_ROOM, |name, value| {
+    let headers = build_headers(&head, &spans, |name, value| {
         facts.observe(name, value)?;
         Ok(true)
     })?;
@@ -121,23 +117,28 @@ struct RequestFacts {
 
 impl RequestFacts {
     fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<(), WireError> {
-        if name.eq_ignore_ascii_case(b"content-length") {
-            self.length.add(value)?;
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            // Codings may span several fields; only the very last one decides.
-            self.transfer_encoding = true;
-            if let Some(last) = tokens(value).next_back() {
-                self.chunked = last.eq_ignore_ascii_case(b"chunked");
+        match CodecField::of(name) {
+            CodecField::ContentLength => self.length.add(value)?,
+            CodecField::TransferEncoding => {
+                // Codings may span several fields; only the very last one decides.
+                self.transfer_encoding = true;
+                if let Some(last) = tokens(value).next_back() {
+                    self.chunked = last.eq_ignore_ascii_case(b"chunked");
+                }
             }
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            for token in tokens(value) {
-                self.close |= token.eq_ignore_ascii_case(b"close");
-                self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            CodecField::Connection => {
+                for token in tokens(value) {
+                    self.close |= token.eq_ignore_ascii_case(b"close");
+                    self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
             }
-        } else if name.eq_ignore_ascii_case(b"te") {
-            self.trailers |= tokens(value).any(|token| token.eq_ignore_ascii_case(b"trailers"));
-        } else if name.eq_ignore_ascii_case(b"expect") {
-            self.expect_continue = value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            CodecField::Te => {
+                self.trailers |= tokens(value).any(|token| token.eq_ignore_ascii_case(b"trailers"));
+            }
+            CodecField::Expect => {
+                self.expect_continue = value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            }
+            CodecField::OtherHop | CodecField::Other => {}
         }
         Ok(())
     }

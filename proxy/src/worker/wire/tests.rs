@@ -1,10 +1,10 @@
 use bytes::BytesMut;
-use http::header::HeaderMap;
+use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldsAs, ResponseFraming, WireError,
-    encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
+    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldLines, FieldsAs, ResponseFraming,
+    WireError, encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
 };
 
 fn parse(bytes: &[u8], method: &Method) -> Result<Option<super::ResponseHead>, WireError> {
@@ -25,6 +25,7 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::POST,
         "/p?q=1",
         &headers,
+        &FieldLines::default(),
         BodyFraming::Length(12),
     );
     assert_eq!(
@@ -37,6 +38,7 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::GET,
         "/",
         &HeaderMap::new(),
+        &FieldLines::default(),
         BodyFraming::Empty,
     );
     assert_eq!(out, b"GET / HTTP/1.1\r\n\r\n");
@@ -46,9 +48,60 @@ fn request_head_carries_the_framing_it_is_given() {
         &Method::PUT,
         "/",
         &HeaderMap::new(),
+        &FieldLines::default(),
         BodyFraming::Chunked,
     );
     assert_eq!(out, b"PUT / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n");
+}
+
+#[test]
+fn added_lines_replace_the_fields_of_their_names() {
+    let mut headers = HeaderMap::new();
+    headers.insert("host", HeaderValue::from_static("a.example"));
+    headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+    headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.2"));
+    let mut added = FieldLines::default();
+    let xff = HeaderName::from_static("x-forwarded-for");
+    assert!(added.push(&xff, |out| {
+        out.extend_from_slice(b"10.0.0.1, 10.0.0.2, 10.0.0.3")
+    }));
+    let mut out = Vec::new();
+    encode_request_head(
+        &mut out,
+        &Method::GET,
+        "/",
+        &headers,
+        &added,
+        BodyFraming::Empty,
+    );
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "GET / HTTP/1.1\r\nhost: a.example\r\nx-forwarded-for: 10.0.0.1, 10.0.0.2, 10.0.0.3\r\n\r\n"
+    );
+    added.insert_into(&mut headers);
+    assert_eq!(headers.get_all("x-forwarded-for").iter().count(), 1);
+    assert_eq!(headers["x-forwarded-for"], "10.0.0.1, 10.0.0.2, 10.0.0.3");
+    assert_eq!(headers["host"], "a.example");
+}
+
+#[test]
+fn added_lines_refuse_values_that_would_split_the_head_and_stop_at_capacity() {
+    let mut added = FieldLines::default();
+    let name = HeaderName::from_static("x-a");
+    assert!(!added.push(&name, |out| out.extend_from_slice(b"ok\r\nx-evil: 1")));
+    assert!(!added.push(&name, |out| out.push(0)));
+    assert!(added.as_bytes().is_empty());
+    assert!(added.push(&name, |out| out.extend_from_slice(b"tab\tok")));
+    let pushed = (0..8)
+        .filter(|_| added.push(&name, |out| out.push(b'1')))
+        .count();
+    assert_eq!(pushed, 3, "four lines in all");
+    assert!(added.replaces(&name));
+    assert!(!added.replaces(&HeaderName::from_static("x-b")));
+    let mut headers = HeaderMap::new();
+    added.insert_into(&mut headers);
+    assert_eq!(headers.get_all("x-a").iter().count(), 1);
+    assert_eq!(headers["x-a"], "1");
 }
 
 #[test]
