@@ -31,5 +31,5 @@ mod table;
 
 pub use table::{
     DEFAULT_MAX_ENTRIES, ListenerId, ListenerInfo, NoMatch, RequestView, RouteId, RouteInfo,
-    RouteKind, RouteMatch, RouteTable, RouteTableBuilder, TlsMatch,
+    RouteKind, RouteMatch, RouteTable, RouteTableBuilder, RuleId, TlsMatch,
 };

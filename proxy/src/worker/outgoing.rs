@@ -10,6 +10,7 @@
 use culvert_router::outcome::apply_header_modifier;
 use culvert_router::rule::Backend;
 use http::header::{self, HeaderMap};
+use http::uri::PathAndQuery;
 use http::{Method, Request, Uri, Version};
 
 use super::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
@@ -20,7 +21,7 @@ use super::wire::{FieldLines, FieldsAs};
 pub(super) struct UpstreamHead {
     pub(super) method: Method,
     /// Origin-form target (path and query).
-    pub(super) target: String,
+    pub(super) target: PathAndQuery,
     /// The host the request was routed on: the authority for HTTP/2 upstreams when
     /// the forwarded fields carry no `Host`.
     pub(super) host: String,
@@ -40,7 +41,7 @@ impl UpstreamHead {
         }
         let spent = Self {
             method: Method::GET,
-            target: String::new(),
+            target: PathAndQuery::from_static("/"),
             host: String::new(),
             headers: HeaderMap::new(),
             added: FieldLines::default(),
@@ -92,7 +93,7 @@ pub(super) fn build_request(
     match protocol {
         Protocol::Http1 => {
             head.filter_for(backend);
-            if !is_origin_form(&head.target) {
+            if !is_origin_form(head.target.as_str()) {
                 return None;
             }
             let UpstreamHead {
@@ -139,6 +140,9 @@ pub(super) fn upgrade_request(
     body: RequestBody,
 ) -> Option<Request<RequestBody>> {
     head.filter_for(backend);
-    let uri = head.target.parse::<Uri>().ok()?;
+    if !is_origin_form(head.target.as_str()) {
+        return None;
+    }
+    let uri = Uri::from(head.target.clone());
     Some(head.into_request(uri, Version::HTTP_11, body))
 }

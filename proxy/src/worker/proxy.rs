@@ -13,6 +13,7 @@
 //! the rule retries or mirrors, because a streamed body can be sent only once; a
 //! larger body is streamed and then neither retried nor mirrored.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -28,8 +29,10 @@ use culvert_router::outcome::{
 };
 use culvert_router::path::normalize_path;
 use culvert_router::rule::{Backend, Filters, Mirror, Retry};
-use culvert_router::{RequestView, RouteKind};
+use culvert_router::{RequestView, RouteKind, RuleId};
+use futures_util::future;
 use http::header::{self, HeaderMap, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
@@ -94,10 +97,13 @@ impl Drop for ConnectionGuard {
 }
 
 /// A request routed and rewritten, ready to be forwarded.
-struct Prepared<'s> {
-    rule: &'s culvert_router::rule::Rule,
+struct Prepared {
+    /// The snapshot the request was routed on, which holds `rule`.
+    snapshot: Arc<Snapshot>,
+    rule: RuleId,
     head: UpstreamHead,
-    body: ClientBody,
+    /// The client's body, counted as it is read (or a buffered copy of it).
+    body: RequestBody,
     /// The protocol an upgrade request asks for.
     upgrade: Option<HeaderValue>,
     /// CORS headers to add to the response.
@@ -261,12 +267,16 @@ impl Worker {
 
     /// Answers one request, recording it for metrics and the access log when its
     /// response body ends.
-    pub(super) async fn handle_request(
-        self: &Rc<Self>,
+    ///
+    /// The request is routed and rewritten on the current snapshot by the call
+    /// itself (a local answer is ready at once), so the future holds only what
+    /// forwarding it needs, once: every byte of it is copied with the request.
+    pub(super) fn handle_request<'a>(
+        self: &'a Rc<Self>,
         request: Request<ClientBody>,
         client_upgrade: Option<ClientUpgrade>,
-        info: &ConnectionInfo,
-    ) -> Response<RecordedBody> {
+        info: &'a ConnectionInfo,
+    ) -> impl Future<Output = Response<RecordedBody>> + 'a {
         let client = self.forwarding.client(request.headers(), info.peer);
         let mut record = Record::start(
             &self.sink.stats,
@@ -276,9 +286,24 @@ impl Worker {
             client,
         );
         record.tunnel = info.tunnel;
-        let response = self
-            .respond(request, client_upgrade, info, &mut record)
-            .await;
+        // One load per request; the `Arc` (not a guard) lives across the awaits.
+        let prepared = match self.cell.load_full() {
+            Some(snapshot) => self.prepare(snapshot, request, info, &mut record),
+            None => Err(local_answer(StatusCode::SERVICE_UNAVAILABLE)),
+        };
+        match prepared {
+            Ok(mut prepared) => future::Either::Left(async move {
+                let response = self
+                    .forward(&mut prepared, client_upgrade, &mut record)
+                    .await;
+                self.recorded(response, record)
+            }),
+            Err(answer) => future::Either::Right(future::ready(self.recorded(answer, record))),
+        }
+    }
+
+    /// `response` with a body that finishes `record` when it ends.
+    fn recorded(&self, response: Response<ProxyBody>, record: Record) -> Response<RecordedBody> {
         let (parts, body) = response.into_parts();
         let body = RecordedBody::new(
             body,
@@ -297,13 +322,13 @@ impl Worker {
         clippy::result_large_err,
         reason = "the error is the local answer, built once per request; boxing it would add an allocation to every 404"
     )]
-    fn prepare<'s>(
+    fn prepare(
         &self,
-        snapshot: &'s Snapshot,
+        snapshot: Arc<Snapshot>,
         request: Request<ClientBody>,
         info: &ConnectionInfo,
         record: &mut Record,
-    ) -> Result<Prepared<'s>, Response<ProxyBody>> {
+    ) -> Result<Prepared, Response<ProxyBody>> {
         let upgrade = upgrade_protocol(request.headers(), request.version());
         let (parts, body) = request.into_parts();
         let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
@@ -314,16 +339,20 @@ impl Worker {
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return Err(local_answer(StatusCode::BAD_REQUEST));
         };
-        let target = match query {
-            Some(query) => format!("{path}?{query}"),
-            None => path.to_string(),
+        // The target as sent (shared, not copied) when its path is normal already.
+        let target = match (&path, parts.uri.path_and_query()) {
+            (Cow::Borrowed(_), Some(sent)) if sent.path() == path => sent.clone(),
+            _ => match with_query(&path, query) {
+                Some(target) => target,
+                None => return Err(local_answer(StatusCode::BAD_REQUEST)),
+            },
         };
         let local_ip = (!info.bound.ip().is_unspecified()).then_some(info.local.ip());
         let view = RequestView {
             port: info.local.port(),
             local_ip,
             host: &host,
-            path: &target,
+            path: target.as_str(),
             method: parts.method.as_str(),
             headers: &parts.headers,
         };
@@ -401,10 +430,10 @@ impl Worker {
             }
             if let Some(modifier) = &rewrite.path {
                 let rewritten = rewrite_path(modifier, &path, prefix_len);
-                upstream_target = match query {
-                    Some(query) => format!("{rewritten}?{query}"),
-                    None => rewritten,
+                let Some(target) = with_query(&rewritten, query) else {
+                    return Err(local_answer(StatusCode::INTERNAL_SERVER_ERROR));
                 };
+                upstream_target = target;
             }
         }
         let added = self.forwarding.fields(
@@ -438,62 +467,57 @@ impl Worker {
             .table
             .route_info(found.route)
             .is_some_and(|route| route.kind == RouteKind::Grpc);
+        let rule = found.rule_id;
         Ok(Prepared {
+            snapshot,
             rule,
             head,
-            body,
+            body: Either::Left(CountedBody::new(body, Rc::clone(&record.request_bytes))),
             upgrade,
             cors_headers,
             grpc,
         })
     }
 
-    async fn respond(
+    /// Forwards a prepared request and applies the rule's response filters. Takes
+    /// the request by reference: its future then holds no second copy of it.
+    async fn forward(
         self: &Rc<Self>,
-        request: Request<ClientBody>,
+        prepared: &mut Prepared,
         client_upgrade: Option<ClientUpgrade>,
-        info: &ConnectionInfo,
         record: &mut Record,
     ) -> Response<ProxyBody> {
-        // One load per request; the `Arc` (not a guard) lives across the awaits below.
-        let Some(snapshot) = self.cell.load_full() else {
-            return local_answer(StatusCode::SERVICE_UNAVAILABLE);
-        };
         let Prepared {
+            snapshot,
             rule,
             head,
             body,
             upgrade,
             cors_headers,
             grpc,
-        } = match self.prepare(&snapshot, request, info, record) {
-            Ok(prepared) => prepared,
-            Err(answer) => return answer,
+        } = prepared;
+        let Some(rule) = snapshot.table.rule(*rule) else {
+            return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
         };
         let filters = rule.filters();
-        let mut response = match (upgrade, client_upgrade) {
+        let mut response = match (upgrade.take(), client_upgrade) {
             (Some(protocol), Some(client_upgrade)) => {
                 let backend = rule.backends().pick(self.next_random());
+                let head = head.for_attempt(true);
                 // Boxed, like every path off the common one, to keep this future
                 // (moved whole into each request's task) small.
                 Box::pin(self.forward_upgrade(backend, head, protocol, client_upgrade, record))
                     .await
             }
             _ => {
-                let body = CountedBody::new(body, Rc::clone(&record.request_bytes));
                 let replay = rule.retry().is_some() || !filters.mirrors.is_empty();
-                let body = if replay {
-                    Box::pin(buffer_body(body)).await
-                } else {
-                    Ok(Either::Left(body))
-                };
-                let Ok(body) = body else {
+                if replay && Box::pin(buffer_body(body)).await.is_err() {
                     return local_answer(StatusCode::BAD_REQUEST);
-                };
-                if let Either::Right(copy) = &body {
-                    self.send_mirrors(filters, &head, copy, grpc);
                 }
-                self.forward_with_retries(rule, head, body, grpc, record)
+                if let Either::Right(copy) = &body {
+                    self.send_mirrors(filters, head, copy, *grpc);
+                }
+                self.forward_with_retries(rule, head, body, *grpc, record)
                     .await
             }
         };
@@ -506,106 +530,96 @@ impl Worker {
         if let Some(modifier) = &filters.response_headers {
             apply_header_modifier(modifier, headers_mut(&mut response));
         }
-        if let Some(cors_headers) = cors_headers {
+        if let Some(cors_headers) = cors_headers.take() {
             headers_mut(&mut response).extend(cors_headers);
         }
         response
     }
 
-    /// Sends the request to a picked backend, retrying per the rule's policy.
-    ///
-    /// An `async` block rather than an `async fn`: the future then holds `head` and
-    /// `body` once, where an `async fn` keeps each argument twice (the argument and
-    /// the local it is moved into, rust-lang/rust#62958), and every byte of this
-    /// future is copied with the request's.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn would keep `head` and `body` twice"
-    )]
-    fn forward_with_retries<'a>(
-        self: &'a Rc<Self>,
-        rule: &'a culvert_router::rule::Rule,
-        mut head: UpstreamHead,
-        mut body: RequestBody,
+    /// Sends the request to a picked backend, retrying per the rule's policy. The
+    /// head and body are borrowed from the request's future, not moved into this
+    /// one (every byte of the request's future is copied with it).
+    async fn forward_with_retries(
+        self: &Rc<Self>,
+        rule: &culvert_router::rule::Rule,
+        head: &mut UpstreamHead,
+        body: &mut RequestBody,
         grpc: bool,
-        record: &'a mut Record,
-    ) -> impl Future<Output = Response<ProxyBody>> + 'a {
-        async move {
-            let fields = head.response_fields;
-            let timeouts = rule.timeouts();
-            let deadline = timeouts.request.map(|limit| Instant::now() + limit);
-            let retry = match &body {
-                Either::Right(_) => rule.retry(),
-                // A streamed body can be sent once only.
-                Either::Left(_) => None,
+        record: &mut Record,
+    ) -> Response<ProxyBody> {
+        let fields = head.response_fields;
+        let timeouts = rule.timeouts();
+        let deadline = timeouts.request.map(|limit| Instant::now() + limit);
+        let retry = match body {
+            Either::Right(_) => rule.retry(),
+            // A streamed body can be sent once only.
+            Either::Left(_) => None,
+        };
+        let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
+        for attempt in 1..=attempts {
+            let last = attempt == attempts;
+            let Some(backend) = rule.backends().pick(self.next_random()) else {
+                return failed(record, BackendFailure::InvalidBackend);
             };
-            let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
-            for attempt in 1..=attempts {
-                let last = attempt == attempts;
-                let Some(backend) = rule.backends().pick(self.next_random()) else {
-                    return failed(record, BackendFailure::InvalidBackend);
-                };
-                let endpoint = match pick_endpoint(backend, self.next_random()) {
-                    Ok(endpoint) => endpoint,
-                    Err(failure) => return failed(record, failure),
-                };
-                record.upstream = Some(endpoint);
-                record.attempts = attempt;
-                // Earlier attempts send copies (retries need a buffered body); the
-                // last takes the body itself.
-                let attempt_body = match &body {
-                    Either::Right(copy) if !last => Either::Right(copy.clone()),
-                    _ => std::mem::replace(&mut body, Either::Right(Full::default())),
-                };
-                let protocol = protocol_of(backend, grpc);
-                let attempt_head = head.for_attempt(last);
-                let Some(request) = build_request(attempt_head, backend, attempt_body, protocol)
-                else {
-                    return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
-                };
-                let limit = shortest(
-                    timeouts.backend_request,
-                    deadline.map(|d| d - Instant::now()),
-                );
-                // The send future is made in each branch: one made before the match
-                // would be stored twice (as itself, and inside the timeout).
-                let outcome = match limit {
-                    Some(limit) => {
-                        let sent = self.upstreams.send(endpoint, request, fields);
-                        match tokio::time::timeout(limit, sent).await {
-                            Ok(result) => result.map_err(Failure::Upstream),
-                            Err(_) => Err(Failure::Timeout),
-                        }
+            let endpoint = match pick_endpoint(backend, self.next_random()) {
+                Ok(endpoint) => endpoint,
+                Err(failure) => return failed(record, failure),
+            };
+            record.upstream = Some(endpoint);
+            record.attempts = attempt;
+            // Earlier attempts send copies (retries need a buffered body); the
+            // last takes the body itself.
+            let attempt_body = match body {
+                Either::Right(copy) if !last => Either::Right(copy.clone()),
+                _ => std::mem::replace(body, Either::Right(Full::default())),
+            };
+            let protocol = protocol_of(backend, grpc);
+            let attempt_head = head.for_attempt(last);
+            let Some(request) = build_request(attempt_head, backend, attempt_body, protocol) else {
+                return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
+            };
+            let limit = shortest(
+                timeouts.backend_request,
+                deadline.map(|d| d - Instant::now()),
+            );
+            // The send future is made in each branch: one made before the match
+            // would be stored twice (as itself, and inside the timeout).
+            let outcome = match limit {
+                Some(limit) => {
+                    let sent = self.upstreams.send(endpoint, request, fields);
+                    match tokio::time::timeout(limit, sent).await {
+                        Ok(result) => result.map_err(Failure::Upstream),
+                        Err(_) => Err(Failure::Timeout),
                     }
-                    None => self
-                        .upstreams
-                        .send(endpoint, request, fields)
-                        .await
-                        .map_err(Failure::Upstream),
-                };
-                let retryable = match &outcome {
-                    Ok(response) => {
-                        retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
-                    }
-                    Err(Failure::Upstream(_)) => retry.is_some(),
-                    Err(Failure::Timeout) => false,
-                };
-                if !last && retryable && wait_backoff(retry, deadline).await {
-                    continue;
                 }
-                return match outcome {
-                    Ok(response) => backend_response(response, backend),
-                    Err(Failure::Timeout) => failed(record, BackendFailure::Timeout),
-                    Err(Failure::Upstream(UpstreamError::Connect)) => {
-                        failed(record, BackendFailure::Connect)
-                    }
-                    Err(Failure::Upstream(UpstreamError::Protocol)) => {
-                        failed(record, BackendFailure::Protocol)
-                    }
-                };
+                None => self
+                    .upstreams
+                    .send(endpoint, request, fields)
+                    .await
+                    .map_err(Failure::Upstream),
+            };
+            let retryable = match &outcome {
+                Ok(response) => {
+                    retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
+                }
+                Err(Failure::Upstream(_)) => retry.is_some(),
+                Err(Failure::Timeout) => false,
+            };
+            if !last && retryable && wait_backoff(retry, deadline).await {
+                continue;
             }
-            failed(record, BackendFailure::Protocol)
+            return match outcome {
+                Ok(response) => backend_response(response, backend),
+                Err(Failure::Timeout) => failed(record, BackendFailure::Timeout),
+                Err(Failure::Upstream(UpstreamError::Connect)) => {
+                    failed(record, BackendFailure::Connect)
+                }
+                Err(Failure::Upstream(UpstreamError::Protocol)) => {
+                    failed(record, BackendFailure::Protocol)
+                }
+            };
         }
+        failed(record, BackendFailure::Protocol)
     }
 
     /// Sends an upgrade request on a fresh connection and, when the backend answers
@@ -721,18 +735,23 @@ impl ClientUpgrade {
     }
 }
 
-/// Reads a body whose size is known to fit [`MAX_REPLAY_BODY`] into memory; any
-/// other body is passed on as a stream. `Err` when the client's body breaks.
-async fn buffer_body(body: CountedBody) -> Result<RequestBody, super::body::BoxError> {
-    let fits = body
+/// Buffers a streamed `body` in place when its size is known to fit
+/// [`MAX_REPLAY_BODY`]; any other body stays as it is. `Err` when the client's body
+/// breaks.
+async fn buffer_body(body: &mut RequestBody) -> Result<(), super::body::BoxError> {
+    let Either::Left(streamed) = body else {
+        return Ok(());
+    };
+    let fits = streamed
         .size_hint()
         .upper()
         .is_some_and(|upper| upper <= MAX_REPLAY_BODY);
     if !fits {
-        return Ok(Either::Left(body));
+        return Ok(());
     }
-    let bytes = body.collect().await?.to_bytes();
-    Ok(Either::Right(Full::new(bytes)))
+    let bytes = streamed.collect().await?.to_bytes();
+    *body = Either::Right(Full::new(bytes));
+    Ok(())
 }
 
 /// Waits the retry backoff unless it would pass the request deadline; `false`
@@ -784,6 +803,16 @@ fn pick_endpoint(backend: &Backend, random: u64) -> Result<SocketAddr, BackendFa
 fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
     record.failure = Some(failure);
     local_answer(failure.status())
+}
+
+/// `path`, with `query` when there is one, as a request target; `None` when that is
+/// not one (a character a target cannot carry).
+fn with_query(path: &str, query: Option<&str>) -> Option<PathAndQuery> {
+    let target = match query {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_owned(),
+    };
+    PathAndQuery::try_from(target).ok()
 }
 
 /// The backend's response with the backend's own response header filter applied.

@@ -32,6 +32,11 @@ pub struct ListenerId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RouteId(pub u32);
 
+/// A rule in the table: what [`RouteTable::rule`] takes, for holding on to a matched
+/// rule without holding a borrow of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuleId(u32);
+
 /// The kind of route object a [`RouteId`] names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RouteKind {
@@ -106,6 +111,8 @@ pub struct RouteMatch<'t> {
     pub route: RouteId,
     /// The rule.
     pub rule: &'t Rule,
+    /// The same rule, as a handle into the table.
+    pub rule_id: RuleId,
     /// Index of the rule within its route.
     pub rule_index: usize,
     /// Index of the match within the rule (0 for a rule without matches).
@@ -200,6 +207,11 @@ impl RouteTable {
         self.routes.get(id.0 as usize)
     }
 
+    /// The rule `id` names (`None` for an id from another table).
+    pub fn rule(&self, id: RuleId) -> Option<&Rule> {
+        self.rules.get(id.0 as usize).map(|slot| &slot.rule)
+    }
+
     /// The listener on `port` (and `local_ip`) that owns `hostname` (a `Host` value or
     /// an SNI name): used to pick a certificate and to detect misdirected requests.
     pub fn listener(
@@ -251,6 +263,7 @@ impl RouteTable {
             listener: ListenerId(listener),
             route: RouteId(hit.route),
             rule: &self.rules[hit.rule as usize].rule,
+            rule_id: RuleId(hit.rule),
             rule_index: usize::from(hit.rule_index),
             match_index: usize::from(hit.match_index),
             matched_prefix_len: found.prefix_len,

@@ -45,6 +45,11 @@ fn route(
     };
     match table.route(&view) {
         Ok(found) => {
+            let by_id = table.rule(found.rule_id).unwrap();
+            assert!(
+                std::ptr::eq(by_id, found.rule),
+                "the rule id names the matched rule"
+            );
             let info = table.route_info(found.route).unwrap();
             format!("{}#{}.{}", info.name, found.rule_index, found.match_index)
         }

@@ -15,10 +15,14 @@ use std::cell::RefCell;
 use std::future::poll_fn;
 use std::pin::{Pin, pin};
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use http::{Method, StatusCode, Version};
+use futures_util::FutureExt as _;
+use futures_util::future::{Either, ready};
+use http::{Method, Response, StatusCode, Version};
+use pin_project_lite::pin_project;
 use tokio::sync::{oneshot, watch};
 use tokio::time::{Instant, Sleep, sleep};
 
@@ -27,6 +31,7 @@ use super::body::ClientBody;
 use super::connection::ConnectionInfo;
 use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
+use super::record::RecordedBody;
 use super::sniff::Prefixed;
 use super::wire::{
     RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
@@ -135,13 +140,18 @@ enum Next {
 }
 
 /// Answers one request.
-async fn serve_one(
-    worker: &Rc<Worker>,
-    conn: &Rc<RefCell<Conn>>,
+///
+/// Built from combinators, with the request handed to the worker by the call
+/// itself: an `async fn` would hold the request head twice and the worker's future
+/// twice (as a capture and as what it awaits), and this whole future is copied into
+/// its box for every request.
+fn serve_one<'a>(
+    worker: &'a Rc<Worker>,
+    conn: &'a Rc<RefCell<Conn>>,
     head: RequestHead,
-    info: &ConnectionInfo,
-    draining: &watch::Receiver<bool>,
-) -> Next {
+    info: &'a ConnectionInfo,
+    draining: &'a watch::Receiver<bool>,
+) -> impl Future<Output = Next> + 'a {
     let RequestHead {
         request,
         body,
@@ -165,18 +175,35 @@ async fn serve_one(
     };
     let body = RequestBody::new(Rc::clone(conn), exchange);
     let request = request.map(|()| ClientBody::Http1(body));
-    let response = tokio::select! {
-        biased;
-        response = worker.handle_request(request, upgrade, info) => response,
-        // The client went away: its request is dropped, and with it the upstream
-        // exchange (nginx's default, `proxy_ignore_client_abort off`).
-        () = client_gone(worker, conn) => return Next::Close,
+    // The client going away drops the request, and with it the upstream exchange
+    // (nginx's default, `proxy_ignore_client_abort off`).
+    let answered = UntilGone {
+        answer: worker.handle_request(request, upgrade, info),
+        gone: client_gone(worker, conn),
     };
+    answered.then(move |response| match response {
+        None => Either::Left(ready(Next::Close)),
+        Some(response) => Either::Right(answer(conn, response, asked, handover, draining)),
+    })
+}
+
+/// Writes the response to the request `asked` described; what the connection does
+/// next.
+fn answer<'a>(
+    conn: &'a Rc<RefCell<Conn>>,
+    response: Response<RecordedBody>,
+    asked: Asked,
+    handover: Option<oneshot::Sender<Upgraded>>,
+    draining: &watch::Receiver<bool>,
+) -> impl Future<Output = Next> + 'a {
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
-        return match handover {
-            Some(handover) => write_switch(conn, &response, handover).await,
-            None => Next::Close,
-        };
+        // Boxed: rare, and it would keep the response in this future.
+        return Either::Left(Box::pin(async move {
+            match handover {
+                Some(handover) => write_switch(conn, &response, handover).await,
+                None => Next::Close,
+            }
+        }));
     }
     // A body still held elsewhere (an h2c upload hyper drives in its own task) may
     // still be read from this connection: it cannot carry another request.
@@ -189,16 +216,43 @@ async fn serve_one(
         ..asked
     };
     conn.borrow_mut().answered();
-    match write_response(conn, response, asked).await {
-        Ok(true) => Next::Request,
-        Ok(false) | Err(_) => Next::Close,
+    Either::Right(
+        write_response(conn, response, asked).map(|written| match written {
+            Ok(true) => Next::Request,
+            Ok(false) | Err(_) => Next::Close,
+        }),
+    )
+}
+
+pin_project! {
+    /// The answer to a request, or `None` when the client went away first.
+    struct UntilGone<A, G> {
+        #[pin]
+        answer: A,
+        #[pin]
+        gone: G,
+    }
+}
+
+impl<A: Future, G: Future<Output = ()>> Future for UntilGone<A, G> {
+    type Output = Option<A::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(answer) = this.answer.poll(cx) {
+            return Poll::Ready(Some(answer));
+        }
+        match this.gone.poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
 /// Writes the `101` head.
 async fn write_switch<B>(
     conn: &RefCell<Conn>,
-    response: &http::Response<B>,
+    response: &Response<B>,
     handover: oneshot::Sender<Upgraded>,
 ) -> Next {
     let mut out = Vec::with_capacity(512);

@@ -92,28 +92,25 @@ fn content_length(headers: &HeaderMap) -> Option<u64> {
 
 /// Writes `response`; `Ok(true)` when the connection can serve another request.
 ///
-/// The write buffer lives for one response (an idle connection keeps none), sized
-/// for the head and as much of the body as is gathered before a write.
-pub(super) async fn write_response(
+/// The head is encoded by the call itself; the future holds only the body and
+/// the write buffer. The buffer lives for one response (an idle connection keeps
+/// none), sized for the head and as much of the body as is gathered before a write.
+pub(super) fn write_response(
     conn: &RefCell<Conn>,
     response: Response<RecordedBody>,
     asked: Asked,
-) -> Result<bool, Broken> {
+) -> impl Future<Output = Result<bool, Broken>> + '_ {
     let framing = framing(&response, asked);
-    let asked = Asked {
-        // The response itself may say `Connection: close` (a header filter can).
-        keep_alive: asked.keep_alive
-            && !has_token(response.headers(), &header::CONNECTION, "close"),
-        ..asked
-    };
+    // The response itself may say `Connection: close` (a header filter can).
+    let keep_alive = asked.keep_alive
+        && !has_token(response.headers(), &header::CONNECTION, "close")
+        && framing != ResponseBodyFraming::UntilClose;
     let body_room = match framing {
         ResponseBodyFraming::None => 0,
         ResponseBodyFraming::Length(length) => length.min(WRITE_BATCH as u64) as usize,
         ResponseBodyFraming::Chunked | ResponseBodyFraming::UntilClose => 4 * 1024,
     };
     let mut out = Vec::with_capacity(HEAD_ROOM + body_room);
-    let out = &mut out;
-    let keep_alive = asked.keep_alive && framing != ResponseBodyFraming::UntilClose;
     let connection: Option<&'static [u8]> = match (keep_alive, asked.http11) {
         (false, _) => Some(b"close"),
         (true, false) => Some(b"keep-alive"),
@@ -122,24 +119,26 @@ pub(super) async fn write_response(
     let (parts, mut body) = response.into_parts();
     let raw = body.take_raw_fields();
     encode_response_head(
-        out,
+        &mut out,
         parts.status,
         (raw.as_ref(), &parts.headers),
         framing,
         connection,
     );
-    drop(parts);
-    let result = match framing {
-        ResponseBodyFraming::None => Ok(()),
-        _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
-    };
-    if result.is_ok() && !out.is_empty() {
-        write_out(conn, out).await?;
+    async move {
+        let out = &mut out;
+        let result = match framing {
+            ResponseBodyFraming::None => Ok(()),
+            _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
+        };
+        if result.is_ok() && !out.is_empty() {
+            write_out(conn, out).await?;
+        }
+        out.clear();
+        result?;
+        poll_fn(|cx| conn.borrow_mut().poll_flush(cx)).await?;
+        Ok(keep_alive)
     }
-    out.clear();
-    result?;
-    poll_fn(|cx| conn.borrow_mut().poll_flush(cx)).await?;
-    Ok(keep_alive)
 }
 
 /// Writes the body frames, gathering ready ones in `out` after the head.

@@ -143,7 +143,7 @@ pub(crate) fn exchange(
     encode_request_head(
         &mut out,
         &head.method,
-        &head.target,
+        head.target.as_str(),
         &head.headers,
         &head.added,
         framing,

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future;
+use http::uri::PathAndQuery;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
@@ -43,7 +44,7 @@ pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
 pub(crate) struct Http1Head {
     pub(crate) method: Method,
     /// The origin-form target (see [`is_origin_form`]).
-    pub(crate) target: String,
+    pub(crate) target: PathAndQuery,
     pub(crate) headers: HeaderMap,
     /// Fields written after `headers`, in place of theirs of the same names.
     pub(crate) added: FieldLines,
