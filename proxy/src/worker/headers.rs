@@ -26,26 +26,60 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 
+/// The host a request is routed on: visible ASCII (or empty), sharing the bytes of
+/// the `Host` field it came from, so keeping it (for the access log, for the
+/// backend) copies nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RoutingHost(HeaderValue);
+
+impl RoutingHost {
+    /// The host as a header value.
+    pub(crate) fn value(&self) -> &HeaderValue {
+        &self.0
+    }
+}
+
+impl Default for RoutingHost {
+    fn default() -> Self {
+        Self(HeaderValue::from_static(""))
+    }
+}
+
+impl std::ops::Deref for RoutingHost {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Visible ASCII, checked when it was made.
+        self.0.to_str().unwrap_or_default()
+    }
+}
+
 /// The host to route on, or `None` for a request that must be refused (400): the
 /// authority of an absolute-form target (or HTTP/2 `:authority`) wins over `Host`
 /// (RFC 9112 §3.2.2); otherwise exactly one `Host` of visible ASCII is required,
 /// except on HTTP/1.0, where it may be absent (empty host).
-pub(crate) fn request_host(headers: &HeaderMap, uri: &Uri, version: Version) -> Option<String> {
+pub(crate) fn request_host(
+    headers: &HeaderMap,
+    uri: &Uri,
+    version: Version,
+) -> Option<RoutingHost> {
     let mut values = headers.get_all(header::HOST).iter();
     let first = values.next();
     if values.next().is_some() {
         return None;
     }
     if let Some(authority) = uri.authority() {
-        return Some(authority.as_str().to_owned());
+        return HeaderValue::from_str(authority.as_str())
+            .ok()
+            .map(RoutingHost);
     }
     match first {
         Some(value) => {
             let bytes = value.as_bytes();
             let visible = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic());
-            visible.then(|| String::from_utf8_lossy(bytes).into_owned())
+            visible.then(|| RoutingHost(value.clone()))
         }
-        None if version == Version::HTTP_10 => Some(String::new()),
+        None if version == Version::HTTP_10 => Some(RoutingHost::default()),
         None => None,
     }
 }

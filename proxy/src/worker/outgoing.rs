@@ -13,6 +13,7 @@ use http::header::{self, HeaderMap};
 use http::uri::PathAndQuery;
 use http::{Method, Request, Uri, Version};
 
+use super::headers::RoutingHost;
 use super::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
 use super::wire::{FieldLines, FieldsAs};
 
@@ -24,7 +25,7 @@ pub(super) struct UpstreamHead {
     pub(super) target: PathAndQuery,
     /// The host the request was routed on: the authority for HTTP/2 upstreams when
     /// the forwarded fields carry no `Host`.
-    pub(super) host: String,
+    pub(super) host: RoutingHost,
     pub(super) headers: HeaderMap,
     /// The forwarding fields, in place of `headers`' own of those names.
     pub(super) added: FieldLines,
@@ -42,7 +43,7 @@ impl UpstreamHead {
         let spent = Self {
             method: Method::GET,
             target: PathAndQuery::from_static("/"),
-            host: String::new(),
+            host: RoutingHost::default(),
             headers: HeaderMap::new(),
             added: FieldLines::default(),
             response_fields: self.response_fields,

@@ -331,10 +331,11 @@ impl Worker {
     ) -> Result<Prepared, Response<ProxyBody>> {
         let upgrade = upgrade_protocol(request.headers(), request.version());
         let (parts, body) = request.into_parts();
-        let Some(host) = request_host(&parts.headers, &parts.uri, parts.version) else {
+        let Some(routing_host) = request_host(&parts.headers, &parts.uri, parts.version) else {
             return Err(local_answer(StatusCode::BAD_REQUEST));
         };
-        record.host.clone_from(&host);
+        record.host = routing_host.clone();
+        let host: &str = &routing_host;
         let query = parts.uri.query();
         let Ok(path) = normalize_path(parts.uri.path()) else {
             return Err(local_answer(StatusCode::BAD_REQUEST));
@@ -351,7 +352,7 @@ impl Worker {
         let view = RequestView {
             port: info.local.port(),
             local_ip,
-            host: &host,
+            host,
             path: target.as_str(),
             method: parts.method.as_str(),
             headers: &parts.headers,
@@ -361,7 +362,7 @@ impl Worker {
         // the Host's listener would match.
         if let Some(Some(sni)) = &info.tls {
             let by_sni = listener_for(&snapshot.table, info.bound, sni);
-            let by_host = listener_for(&snapshot.table, info.bound, &host);
+            let by_host = listener_for(&snapshot.table, info.bound, host);
             if by_host.is_some() && by_host != by_sni {
                 return Err(local_answer(StatusCode::MISDIRECTED_REQUEST));
             }
@@ -387,7 +388,7 @@ impl Worker {
                 redirect,
                 &RedirectRequest {
                     scheme: info.scheme(),
-                    host: &host,
+                    host,
                     listener_port: info.local.port(),
                     path: &path,
                     query,
@@ -414,9 +415,7 @@ impl Worker {
         // already say so; only an authority in the target replaces `Host`.
         if parts.uri.authority().is_some() {
             headers.remove(header::HOST);
-            if let Ok(value) = HeaderValue::from_str(&host) {
-                headers.insert(header::HOST, value);
-            }
+            headers.insert(header::HOST, routing_host.value().clone());
         }
         if let Some(modifier) = &filters.request_headers {
             apply_header_modifier(modifier, &mut headers);
@@ -441,7 +440,7 @@ impl Worker {
             &Hop {
                 peer: info.peer,
                 scheme: info.scheme(),
-                host: &host,
+                host,
             },
         );
         // Fields go on as they came only to an HTTP/1.x client and when nothing
@@ -458,7 +457,7 @@ impl Worker {
         let head = UpstreamHead {
             method: parts.method,
             target: upstream_target,
-            host,
+            host: routing_host.clone(),
             headers,
             added,
             response_fields,

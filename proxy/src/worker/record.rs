@@ -16,6 +16,7 @@ use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
+use super::headers::RoutingHost;
 use super::proxy::ProxyBody;
 use super::wire::{CarriesRawFields, RawFields};
 use crate::access_log::{AccessLog, rfc3339};
@@ -27,7 +28,7 @@ pub(crate) struct Record {
     started_at: SystemTime,
     _in_flight: InFlight,
     pub(crate) method: Method,
-    pub(crate) host: String,
+    pub(crate) host: RoutingHost,
     /// The request target as the client sent it (sharing the request's bytes).
     pub(crate) target: Option<PathAndQuery>,
     pub(crate) version: Version,
@@ -58,7 +59,7 @@ impl Record {
             started_at: SystemTime::now(),
             _in_flight: stats.request_started(),
             method,
-            host: String::new(),
+            host: RoutingHost::default(),
             target,
             version,
             client,
@@ -80,7 +81,7 @@ impl Record {
             "client": self.client.to_string(),
             "entry": if self.tunnel { "tunnel" } else { "listener" },
             "method": self.method.as_str(),
-            "host": self.host,
+            "host": &*self.host,
             "target": self.target.as_ref().map_or("/", PathAndQuery::as_str),
             "protocol": format!("{:?}", self.version),
             "status": self.status.as_u16(),

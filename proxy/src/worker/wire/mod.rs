@@ -89,6 +89,11 @@ pub(super) struct FieldSpan {
 }
 
 impl FieldSpan {
+    const EMPTY: Self = Self {
+        name: (0, 0),
+        value: (0, 0),
+    };
+
     fn range((at, len): (u32, u32)) -> std::ops::Range<usize> {
         at as usize..at as usize + len as usize
     }
@@ -104,20 +109,49 @@ impl FieldSpan {
     }
 }
 
-/// The spans of `fields`, parsed out of a buffer starting at `base`. Exactly as
-/// many as there are fields: a fixed array for the most a head may have would be
-/// kilobytes to clear on every head.
-pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> Vec<FieldSpan> {
+/// Fields of a head kept inline, without an allocation; a head with more (rare)
+/// keeps its spans in a `Vec`.
+const INLINE_SPANS: usize = 16;
+
+/// The spans of a head's fields: inline for the usual few (clearing a fixed array
+/// for the most a head may have would be kilobytes per head).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a stack value that lives while one head is parsed; inline is the point"
+)]
+pub(super) enum FieldSpans {
+    Inline([FieldSpan; INLINE_SPANS], usize),
+    Heap(Vec<FieldSpan>),
+}
+
+impl std::ops::Deref for FieldSpans {
+    type Target = [FieldSpan];
+
+    fn deref(&self) -> &[FieldSpan] {
+        match self {
+            Self::Inline(spans, len) => &spans[..*len],
+            Self::Heap(spans) => spans,
+        }
+    }
+}
+
+/// The spans of `fields`, parsed out of a buffer starting at `base`.
+pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> FieldSpans {
     let base = base as usize;
     // Offsets fit in u32: a head larger than that is refused long before it parses.
     let span = |bytes: &[u8]| ((bytes.as_ptr() as usize - base) as u32, bytes.len() as u32);
-    fields
-        .iter()
-        .map(|field| FieldSpan {
-            name: span(field.name.as_bytes()),
-            value: span(field.value),
-        })
-        .collect()
+    let spans = fields.iter().map(|field| FieldSpan {
+        name: span(field.name.as_bytes()),
+        value: span(field.value),
+    });
+    if fields.len() > INLINE_SPANS {
+        return FieldSpans::Heap(spans.collect());
+    }
+    let mut inline = [FieldSpan::EMPTY; INLINE_SPANS];
+    for (slot, span) in inline.iter_mut().zip(spans) {
+        *slot = span;
+    }
+    FieldSpans::Inline(inline, fields.len())
 }
 
 /// The header map of `head`: every field `keep` accepts (it sees name and value and

@@ -518,6 +518,40 @@ fn request_heads_wait_for_their_end_and_refuse_ambiguity() {
 }
 
 #[test]
+fn heads_with_more_fields_than_fit_inline_keep_every_field() {
+    for count in [15, 16, 17, 100] {
+        let mut request = b"GET / HTTP/1.1\r\n".to_vec();
+        let mut response = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n".to_vec();
+        for i in 0..count {
+            request.extend_from_slice(format!("x-{i}: v{i}\r\n").as_bytes());
+            response.extend_from_slice(format!("x-{i}: v{i}\r\n").as_bytes());
+        }
+        request.extend_from_slice(b"\r\n");
+        response.extend_from_slice(b"\r\n");
+        let parsed = parse_request(&request).unwrap().unwrap();
+        assert_eq!(parsed.request.headers().len(), count, "request, {count}");
+        assert_eq!(
+            parsed.request.headers()[format!("x-{}", count - 1)],
+            format!("v{}", count - 1)
+        );
+        let head = parse_response_head(
+            &mut BytesMut::from(&response[..]),
+            &Method::GET,
+            FieldsAs::Map,
+        )
+        .unwrap()
+        .unwrap();
+        // Content-Length stays in a parsed map; every x- field is there.
+        assert_eq!(
+            head.response.headers().len(),
+            count + 1,
+            "response, {count}"
+        );
+        assert_eq!(head.response.headers()["x-0"], "v0");
+    }
+}
+
+#[test]
 fn pipelined_heads_leave_the_next_request_in_the_buffer() {
     let mut buf = BytesMut::from(&b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"[..]);
     let first = super::parse_request_head(&mut buf).unwrap().unwrap();
