@@ -114,15 +114,20 @@ pub(crate) fn has_token(headers: &HeaderMap, name: &HeaderName, token: &str) -> 
 /// Removes the hop-by-hop headers and every header the `Connection` header names;
 /// `TE` survives only as `trailers`.
 ///
-/// Most messages carry none of them, so one pass over the names decides whether
-/// there is anything to do before any lookup by name.
+/// Most messages carry none of them, and many only `Connection: keep-alive` or
+/// `close`: one pass over the names decides what there is to do before any lookup
+/// by name, and nothing is allocated unless `Connection` names other fields.
 pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let present: Vec<HeaderName> = headers
-        .keys()
-        .filter(|name| **name == header::TE || HOP_BY_HOP.contains(&name.as_str()))
-        .cloned()
-        .collect();
-    if present.is_empty() {
+    let mut present = [false; HOP_BY_HOP.len()];
+    let mut te = false;
+    for name in headers.keys() {
+        if *name == header::TE {
+            te = true;
+        } else if let Some(at) = HOP_BY_HOP.iter().position(|hop| *hop == name.as_str()) {
+            present[at] = true;
+        }
+    }
+    if !te && !present.contains(&true) {
         return;
     }
     // Tokens `Connection` names (other than the usual `close` and `keep-alive`,
@@ -133,9 +138,17 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         })
         .filter_map(|token| HeaderName::from_bytes(token.as_bytes()).ok())
         .collect();
-    let wants_trailers = has_token(headers, &header::TE, "trailers");
-    for name in named.iter().chain(&present) {
+    let wants_trailers = te && has_token(headers, &header::TE, "trailers");
+    for name in &named {
         headers.remove(name);
+    }
+    for (name, present) in HOP_BY_HOP.iter().zip(present) {
+        if present {
+            headers.remove(*name);
+        }
+    }
+    if te {
+        headers.remove(header::TE);
     }
     if wants_trailers {
         headers.insert(header::TE, HeaderValue::from_static("trailers"));
