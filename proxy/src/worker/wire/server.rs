@@ -76,10 +76,7 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
     let head = buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(target)).map_err(|_| WireError::Malformed)?;
     let mut facts = RequestFacts::default();
-    let headers = build_headers(&head, &spans, |name, value| {
-        facts.observe(name, value)?;
-        Ok(true)
-    })?;
+    let headers = build_headers(&head, &spans, |name, value| facts.observe(name, value))?;
     let body = facts.framing(version)?;
     let keep_alive = match version {
         Version::HTTP_11 => !facts.close,
@@ -116,7 +113,11 @@ struct RequestFacts {
 }
 
 impl RequestFacts {
-    fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<(), WireError> {
+    /// Notes one field; `false` when it is left out of the header map: a
+    /// `Connection` that only says `close` or `keep-alive` (what most clients
+    /// send), which this codec has acted on and which is never forwarded. One that
+    /// names fields (`upgrade`, or fields to drop) stays for the proxy to act on.
+    fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<bool, WireError> {
         match CodecField::of(name) {
             CodecField::ContentLength => self.length.add(value)?,
             CodecField::TransferEncoding => {
@@ -127,10 +128,15 @@ impl RequestFacts {
                 }
             }
             CodecField::Connection => {
+                let mut names_fields = false;
                 for token in tokens(value) {
-                    self.close |= token.eq_ignore_ascii_case(b"close");
-                    self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                    let close = token.eq_ignore_ascii_case(b"close");
+                    let keep_alive = token.eq_ignore_ascii_case(b"keep-alive");
+                    self.close |= close;
+                    self.keep_alive |= keep_alive;
+                    names_fields |= !close && !keep_alive;
                 }
+                return Ok(names_fields);
             }
             CodecField::Te => {
                 self.trailers |= tokens(value).any(|token| token.eq_ignore_ascii_case(b"trailers"));
@@ -140,7 +146,7 @@ impl RequestFacts {
             }
             CodecField::OtherHop | CodecField::Other => {}
         }
-        Ok(())
+        Ok(true)
     }
 
     fn framing(&self, version: Version) -> Result<BodyFraming, WireError> {

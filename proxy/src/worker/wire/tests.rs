@@ -518,6 +518,27 @@ fn request_heads_wait_for_their_end_and_refuse_ambiguity() {
 }
 
 #[test]
+fn a_connection_field_that_only_says_close_or_keep_alive_is_acted_on_and_left_out() {
+    let head = parse_request(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert!(!head.keep_alive);
+    assert!(!head.request.headers().contains_key("connection"));
+    let head = parse_request(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert!(head.keep_alive);
+    assert!(!head.request.headers().contains_key("connection"));
+    // Naming fields (an upgrade, fields to drop), it stays for the proxy.
+    for value in ["upgrade", "keep-alive, x-private"] {
+        let wire = format!("GET / HTTP/1.1\r\nConnection: {value}\r\nUpgrade: websocket\r\n\r\n");
+        let head = parse_request(wire.as_bytes()).unwrap().unwrap();
+        assert!(head.keep_alive, "{value}");
+        assert_eq!(head.request.headers()["connection"], value);
+    }
+}
+
+#[test]
 fn heads_with_more_fields_than_fit_inline_keep_every_field() {
     for count in [15, 16, 17, 100] {
         let mut request = b"GET / HTTP/1.1\r\n".to_vec();
