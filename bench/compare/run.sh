@@ -468,7 +468,55 @@ report() {
             }
         }' "$RESULTS"
     echo
+    paired_ratios
     echo "Raw tool output and logs: $RUN_DIR"
+}
+
+# With several rounds: Culvert's CPU/req and p99 against each peer in the same round
+# (the three run back to back, so they share what else the machine was doing), the
+# median over the rounds, and the lowest and highest round. On a shared VM whose
+# speed drifts between rounds this pairs like with like, where a ratio of column
+# medians can pair a slow round of one system with a fast round of another.
+paired_ratios() {
+    ((ROUNDS > 1)) && [[ -f $RESULTS.all ]] || return 0
+    echo "Per-round ratios: in each round Culvert's value over the peer's from the same round; the median over $ROUNDS rounds, with the lowest and highest round in brackets."
+    echo
+    echo "| scenario | CPU/req vs nginx | CPU/req vs HAProxy | p99 vs nginx | p99 vs HAProxy |"
+    echo "|---|---:|---:|---:|---:|"
+    awk -F'\t' '
+        function median(list,    n, a, i, j, t) {
+            n = split(list, a, " ")
+            for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            lo = a[1]; hi = a[n]
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function cell(list) {
+            if (list == "") return "n/a"
+            m = median(list)
+            return sprintf("%.2f (%.2f-%.2f)", m, lo, hi)
+        }
+        NF == 9 {
+            round = ++seen[$1, $2]
+            cpu[$1, $2, round] = $6; p99[$1, $2, round] = $5
+            if (!(($2) in order_seen)) { order_seen[$2] = 1; order[++n] = $2 }
+            if (round > rounds) rounds = round
+        }
+        function ratios(metric_cpu, peer, c,    k, list, a, b) {
+            list = ""
+            for (k = 1; k <= rounds; k++) {
+                a = metric_cpu ? cpu["culvert", c, k] : p99["culvert", c, k]
+                b = metric_cpu ? cpu[peer, c, k] : p99[peer, c, k]
+                if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) list = list " " a / b
+            }
+            return list
+        }
+        END {
+            for (i = 1; i <= n; i++) {
+                c = order[i]
+                printf "| %s | %s | %s | %s | %s |\n", c, cell(ratios(1, "nginx", c)), cell(ratios(1, "haproxy", c)), cell(ratios(0, "nginx", c)), cell(ratios(0, "haproxy", c))
+            }
+        }' "$RESULTS.all"
+    echo
 }
 
 # ---------------------------------------------------------------- main
