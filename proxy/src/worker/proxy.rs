@@ -30,7 +30,7 @@ use culvert_router::outcome::{
 use culvert_router::path::normalize_path;
 use culvert_router::rule::{Backend, Filters, Mirror, Retry};
 use culvert_router::{RequestView, RouteKind, RuleId};
-use futures_util::future;
+use futures_util::{FutureExt as _, future};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode, Version};
@@ -203,17 +203,19 @@ impl Worker {
         splitmix64(state)
     }
 
-    /// Answers one request from an HTTP/2 stream (HTTP/2 has no `Upgrade`).
-    pub(crate) async fn handle_http2(
-        self: &Rc<Self>,
+    /// Answers one request from an HTTP/2 stream (HTTP/2 has no `Upgrade`). Like
+    /// [`Self::handle_request`], routed by the call itself, so the stream's future
+    /// holds no second copy of the request.
+    pub(crate) fn handle_http2<'a>(
+        self: &'a Rc<Self>,
         request: Request<Incoming>,
-        info: &ConnectionInfo,
-    ) -> Response<RecordedBody> {
-        let mut response = self
-            .handle_request(request.map(ClientBody::Http2), None, info)
-            .await;
-        headers_mut(&mut response);
-        response
+        info: &'a ConnectionInfo,
+    ) -> impl Future<Output = Response<RecordedBody>> + 'a {
+        self.handle_request(request.map(ClientBody::Http2), None, info)
+            .map(|mut response| {
+                headers_mut(&mut response);
+                response
+            })
     }
 
     /// Answers one request from a tunnel stream. It is routed as if it had arrived
