@@ -94,7 +94,7 @@ pub(super) fn build_request(
     match protocol {
         Protocol::Http1 => {
             head.filter_for(backend);
-            if !is_origin_form(head.target.as_str()) {
+            if !is_origin_form(&head.target) {
                 return None;
             }
             let UpstreamHead {
@@ -141,7 +141,7 @@ pub(super) fn upgrade_request(
     body: RequestBody,
 ) -> Option<Request<RequestBody>> {
     head.filter_for(backend);
-    if !is_origin_form(head.target.as_str()) {
+    if !is_origin_form(&head.target) {
         return None;
     }
     let uri = Uri::from(head.target.clone());
