@@ -24,8 +24,9 @@ use crate::metrics::{BackendFailure, InFlight, RouteStats, WorkerStats};
 
 /// One request being served.
 pub(crate) struct Record {
+    /// When the request began (the wall-clock time is worked out from it only for
+    /// a log line: one clock read per request, not two).
     started: Instant,
-    started_at: SystemTime,
     _in_flight: InFlight,
     pub(crate) method: Method,
     pub(crate) host: RoutingHost,
@@ -56,7 +57,6 @@ impl Record {
     ) -> Self {
         Self {
             started: Instant::now(),
-            started_at: SystemTime::now(),
             _in_flight: stats.request_started(),
             method,
             host: RoutingHost::default(),
@@ -75,8 +75,12 @@ impl Record {
 
     /// The JSON access-log line for this request.
     fn line(&self, worker: usize, response_bytes: u64, complete: bool) -> String {
+        let elapsed = self.started.elapsed();
+        let started_at = SystemTime::now()
+            .checked_sub(elapsed)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
         serde_json::json!({
-            "time": rfc3339(self.started_at),
+            "time": rfc3339(started_at),
             "worker": worker,
             "client": self.client.to_string(),
             "entry": if self.tunnel { "tunnel" } else { "listener" },
@@ -89,7 +93,7 @@ impl Record {
             "upstream": self.upstream.map(|addr| addr.to_string()),
             "failure": self.failure.map(BackendFailure::as_str),
             "attempts": self.attempts,
-            "durationMs": self.started.elapsed().as_secs_f64() * 1000.0,
+            "durationMs": elapsed.as_secs_f64() * 1000.0,
             "bytesIn": self.request_bytes.get(),
             "bytesOut": response_bytes,
             "complete": complete,

@@ -39,11 +39,17 @@ const FIRST_READ: usize = 4 * 1024;
 const MAX_READ: usize = 64 * 1024;
 /// A buffered request body up to this size goes out in the same write as the head.
 const COALESCE_BODY: usize = 16 * 1024;
+/// Room first reserved for a request head.
+const HEAD_WRITE: usize = 512;
+/// The largest head buffer a connection keeps for its next request.
+const KEEP_HEAD_WRITE: usize = 4 * 1024;
 
 /// An HTTP/1.1 connection to a backend, idle or in use.
 pub(crate) struct Connection {
     stream: TcpStream,
     read_buf: BytesMut,
+    /// Where request heads are encoded, kept from one exchange to the next.
+    write_buf: Vec<u8>,
     /// Bytes to reserve for the next read.
     next_read: usize,
     /// When the connection last went idle.
@@ -70,8 +76,24 @@ impl Connection {
         Self {
             stream,
             read_buf: BytesMut::new(),
+            write_buf: Vec::new(),
             next_read: FIRST_READ,
             idle_since: Instant::now(),
+        }
+    }
+
+    /// The buffer to encode a request head into: the one the last exchange used.
+    fn take_write_buf(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.write_buf);
+        out.reserve(HEAD_WRITE);
+        out
+    }
+
+    /// Keeps `out` (written out) for the next request, unless it grew large.
+    fn keep_write_buf(&mut self, mut out: Vec<u8>) {
+        if out.capacity() <= KEEP_HEAD_WRITE {
+            out.clear();
+            self.write_buf = out;
         }
     }
 
@@ -139,7 +161,7 @@ pub(crate) fn exchange(
     fields: FieldsAs,
 ) -> impl Future<Output = Result<Response<ResponseBody>, ExchangeError>> + '_ {
     let (outgoing, framing) = outgoing(body, head);
-    let mut out = Vec::with_capacity(512);
+    let mut out = conn.take_write_buf();
     encode_request_head(
         &mut out,
         &head.method,
@@ -164,6 +186,7 @@ pub(crate) fn exchange(
                 } else {
                     Ok(())
                 };
+                conn.keep_write_buf(out);
                 let idempotent = is_idempotent(&head.method);
                 if first.is_err() || rest.is_err() {
                     let resend = reused && (first.is_err() || idempotent);
@@ -184,7 +207,9 @@ pub(crate) fn exchange(
                 }
             }
             Outgoing::Streamed(body) => {
-                if conn.stream.write_all(&out).await.is_err() {
+                let written = conn.stream.write_all(&out).await;
+                conn.keep_write_buf(out);
+                if written.is_err() {
                     return Err(if reused {
                         ExchangeError::Stale(Either::Left(body))
                     } else {
