@@ -28,6 +28,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::Worker;
+use super::headers::IpText;
 use super::http1::{self, HEADER_READ_TIMEOUT};
 use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::OpenConnection;
@@ -56,6 +57,8 @@ where
 pub(crate) struct ConnectionInfo {
     /// The client (or the proxy in front of us).
     pub(crate) peer: SocketAddr,
+    /// `peer`'s address as text, for the forwarding fields.
+    pub(crate) peer_text: IpText,
     /// The local address the connection arrived on.
     pub(crate) local: SocketAddr,
     /// The address the listening socket is bound to (may be unspecified).
@@ -67,6 +70,19 @@ pub(crate) struct ConnectionInfo {
 }
 
 impl ConnectionInfo {
+    /// A connection from `peer`, arrived on `local` through a socket bound to
+    /// `bound`; not TLS, not a tunnel stream.
+    pub(crate) fn new(peer: SocketAddr, local: SocketAddr, bound: SocketAddr) -> Self {
+        Self {
+            peer,
+            peer_text: IpText::new(peer.ip()),
+            local,
+            bound,
+            tls: None,
+            tunnel: false,
+        }
+    }
+
     /// `https` when TLS was terminated (here or at the tunnel edge), else `http`.
     pub(crate) fn scheme(&self) -> &'static str {
         if self.tls.is_some() || self.tunnel {
@@ -104,13 +120,7 @@ pub(super) fn spawn(
         .load()
         .as_ref()
         .and_then(|snapshot| snapshot.tls.server_config(bound).cloned());
-    let info = Rc::new(ConnectionInfo {
-        peer,
-        local,
-        bound,
-        tls: None,
-        tunnel: false,
-    });
+    let info = Rc::new(ConnectionInfo::new(peer, local, bound));
     tokio::task::spawn_local(serve(worker, stream, info, tls, open));
 }
 

@@ -165,7 +165,8 @@ pub(crate) struct Forwarding {
 
 /// What the proxy knows of the hop it is forwarding.
 pub(crate) struct Hop<'a> {
-    pub(crate) peer: SocketAddr,
+    /// The peer's address, as text.
+    pub(crate) peer: &'a IpText,
     /// `http` or `https`.
     pub(crate) scheme: &'static str,
     /// The host the request was routed on.
@@ -187,7 +188,7 @@ impl Forwarding {
             if append_values(out, headers, &X_FORWARDED_FOR) {
                 out.extend_from_slice(b", ");
             }
-            push_ip(out, hop.peer.ip());
+            out.extend_from_slice(hop.peer.as_bytes());
         });
         if !trusted || !headers.contains_key(&X_FORWARDED_PROTO) {
             lines.push(&X_FORWARDED_PROTO, |out| {
@@ -204,13 +205,12 @@ impl Forwarding {
                 out.extend_from_slice(b", ");
             }
             out.extend_from_slice(b"for=");
-            match hop.peer.ip() {
-                ip @ IpAddr::V4(_) => push_ip(out, ip),
-                ip @ IpAddr::V6(_) => {
-                    out.extend_from_slice(b"\"[");
-                    push_ip(out, ip);
-                    out.extend_from_slice(b"]\"");
-                }
+            if hop.peer.is_ipv6() {
+                out.extend_from_slice(b"\"[");
+                out.extend_from_slice(hop.peer.as_bytes());
+                out.extend_from_slice(b"]\"");
+            } else {
+                out.extend_from_slice(hop.peer.as_bytes());
             }
             out.extend_from_slice(b";proto=");
             out.extend_from_slice(hop.scheme.as_bytes());
@@ -269,27 +269,64 @@ fn append_values(out: &mut Vec<u8>, headers: &HeaderMap, name: &HeaderName) -> b
     any
 }
 
-/// Appends `ip` in its usual text form; IPv4, the common case, without the
-/// formatting machinery (this runs for every forwarded request).
-pub(crate) fn push_ip(out: &mut Vec<u8>, ip: IpAddr) {
-    match ip {
-        IpAddr::V4(ip) => {
-            for (i, octet) in ip.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b'.');
+/// An IP address in its usual text form, written once per connection: it goes
+/// into two forwarding fields of every request the connection carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct IpText {
+    len: u8,
+    ipv6: bool,
+    bytes: [u8; IpText::MAX],
+}
+
+impl IpText {
+    /// The longest text of an address: an IPv6 one ending in IPv4 form.
+    const MAX: usize = "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255".len();
+
+    pub(crate) fn new(ip: IpAddr) -> Self {
+        let mut bytes = [0u8; Self::MAX];
+        let len = match ip {
+            // IPv4, the common case, without the formatting machinery.
+            IpAddr::V4(ip) => {
+                let mut len = 0;
+                for (i, octet) in ip.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        bytes[len] = b'.';
+                        len += 1;
+                    }
+                    if octet >= 100 {
+                        bytes[len] = b'0' + octet / 100;
+                        len += 1;
+                    }
+                    if octet >= 10 {
+                        bytes[len] = b'0' + octet / 10 % 10;
+                        len += 1;
+                    }
+                    bytes[len] = b'0' + octet % 10;
+                    len += 1;
                 }
-                if octet >= 100 {
-                    out.push(b'0' + octet / 100);
-                }
-                if octet >= 10 {
-                    out.push(b'0' + octet / 10 % 10);
-                }
-                out.push(b'0' + octet % 10);
+                len
             }
+            IpAddr::V6(ip) => {
+                use std::io::Write as _;
+                let mut rest = &mut bytes[..];
+                // Cannot fail: `MAX` bytes hold the longest form.
+                let _ = write!(rest, "{ip}");
+                let left = rest.len();
+                Self::MAX - left
+            }
+        };
+        Self {
+            len: len as u8,
+            ipv6: ip.is_ipv6(),
+            bytes,
         }
-        IpAddr::V6(ip) => {
-            use std::io::Write as _;
-            let _ = write!(out, "{ip}");
-        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    pub(crate) fn is_ipv6(&self) -> bool {
+        self.ipv6
     }
 }

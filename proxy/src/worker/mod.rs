@@ -21,6 +21,7 @@ mod proxy;
 mod record;
 mod sniff;
 mod stack_read;
+mod tick;
 mod tunnel;
 mod upstream;
 mod wire;

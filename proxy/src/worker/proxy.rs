@@ -46,6 +46,7 @@ use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_pr
 use super::http1::Upgraded;
 use super::outgoing::{UpstreamHead, build_request, upgrade_request};
 use super::record::{Record, RecordedBody, Sink};
+use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use super::wire::{CarriesRawFields, FieldsAs, headers_mut};
 use crate::access_log::AccessLog;
@@ -74,10 +75,10 @@ pub(crate) struct Worker {
     /// Client connections open on this worker; drain waits for 0.
     connections: Cell<usize>,
     all_closed: Notify,
-    /// Fires every [`TICK`], driven by the worker's main loop: a request in flight
-    /// counts ticks instead of arming a timer of its own (arming a timer due before
-    /// the runtime's next wake-up costs the runtime an eventfd write).
-    tick: Notify,
+    /// Advanced every [`TICK`] by the worker's main loop: a request in flight counts
+    /// ticks instead of arming a timer of its own (arming a timer due before the
+    /// runtime's next wake-up costs the runtime an eventfd write).
+    ticks: Ticks,
 }
 
 /// The period of [`Worker::tick`].
@@ -144,21 +145,18 @@ impl Worker {
             forwarding,
             connections: Cell::new(0),
             all_closed: Notify::new(),
-            tick: Notify::new(),
+            ticks: Ticks::default(),
         }
     }
 
     /// One period of [`TICK`] has passed (called by the worker's main loop).
     pub(crate) fn tick(&self) {
-        self.tick.notify_waiters();
+        self.ticks.advance();
     }
 
-    /// Resolves once `ticks` ticks have fired: between `ticks - 1` and `ticks`
-    /// periods of [`TICK`] from now, with no timer armed.
-    pub(crate) async fn ticks(&self, ticks: u32) {
-        for _ in 0..ticks {
-            self.tick.notified().await;
-        }
+    /// The worker's coarse clock.
+    pub(crate) fn ticks(&self) -> &Ticks {
+        &self.ticks
     }
 
     /// Counts a new client connection until the guard drops.
@@ -254,11 +252,8 @@ impl Worker {
             headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
         }
         let info = ConnectionInfo {
-            peer,
-            local: entry,
-            bound: entry,
-            tls: None,
             tunnel: true,
+            ..ConnectionInfo::new(peer, entry, entry)
         };
         let mut response = self
             .handle_request(request.map(ClientBody::Tunnel), upgrade, &info)
@@ -440,7 +435,7 @@ impl Worker {
         let added = self.forwarding.fields(
             &headers,
             &Hop {
-                peer: info.peer,
+                peer: &info.peer_text,
                 scheme: info.scheme(),
                 host,
             },

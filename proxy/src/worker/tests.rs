@@ -1,4 +1,4 @@
-use super::headers::{Forwarding, Hop, push_ip, request_host, strip_hop_by_hop};
+use super::headers::{Forwarding, Hop, IpText, request_host, strip_hop_by_hop};
 use super::proxy::splitmix64;
 use http::{HeaderMap, HeaderValue};
 
@@ -23,14 +23,21 @@ fn ip_text_matches_display() {
             std::net::IpAddr::from([10, octet, octet, 9]),
         ];
         for ip in ips {
-            let mut text = Vec::new();
-            push_ip(&mut text, ip);
-            assert_eq!(text, ip.to_string().as_bytes());
+            let text = IpText::new(ip);
+            assert_eq!(text.as_bytes(), ip.to_string().as_bytes());
+            assert!(!text.is_ipv6());
         }
     }
-    let mut text = b"x ".to_vec();
-    push_ip(&mut text, "2001:db8::1".parse().unwrap());
-    assert_eq!(text, b"x 2001:db8::1");
+    for ip in [
+        "2001:db8::1",
+        "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        "::ffff:255.255.255.255",
+        "::",
+    ] {
+        let text = IpText::new(ip.parse().unwrap());
+        assert_eq!(text.as_bytes(), ip.as_bytes());
+        assert!(text.is_ipv6());
+    }
 }
 
 #[test]
@@ -44,9 +51,13 @@ fn headers_without_hop_by_hop_names_are_left_alone() {
     assert_eq!(headers, before);
 }
 
-fn hop(peer: &str) -> Hop<'static> {
+fn peer(address: &str) -> IpText {
+    IpText::new(address.parse::<std::net::SocketAddr>().unwrap().ip())
+}
+
+fn hop(peer: &IpText) -> Hop<'_> {
     Hop {
-        peer: peer.parse().unwrap(),
+        peer,
         scheme: "https",
         host: "a.example",
     }
@@ -58,7 +69,7 @@ fn forwarded_for_appends_the_client() {
     headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
     headers.append("x-forwarded-for", HeaderValue::from_static("10.0.0.2"));
     Forwarding::default()
-        .fields(&headers, &hop("192.0.2.7:5000"))
+        .fields(&headers, &hop(&peer("192.0.2.7:5000")))
         .insert_into(&mut headers);
     assert_eq!(headers["x-forwarded-for"], "10.0.0.1, 10.0.0.2, 192.0.2.7");
 }
@@ -70,7 +81,7 @@ fn an_untrusted_client_cannot_set_proto_host_or_forwarded() {
     headers.insert("x-forwarded-host", HeaderValue::from_static("evil.example"));
     headers.insert("forwarded", HeaderValue::from_static("for=1.2.3.4"));
     Forwarding::default()
-        .fields(&headers, &hop("[2001:db8::1]:443"))
+        .fields(&headers, &hop(&peer("[2001:db8::1]:443")))
         .insert_into(&mut headers);
     assert_eq!(headers["x-forwarded-proto"], "https");
     assert_eq!(headers["x-forwarded-host"], "a.example");
@@ -90,14 +101,14 @@ fn trusted_hops_keep_their_headers_and_name_the_client() {
     );
     headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
     headers.insert("forwarded", HeaderValue::from_static("for=198.51.100.9"));
-    let peer = "10.0.0.6:1000".parse().unwrap();
-    assert_eq!(trusted.client(&headers, peer).to_string(), "10.0.0.5");
+    let address = "10.0.0.6:1000".parse().unwrap();
+    assert_eq!(trusted.client(&headers, address).to_string(), "10.0.0.5");
     assert_eq!(
-        Forwarding::default().client(&headers, peer).to_string(),
+        Forwarding::default().client(&headers, address).to_string(),
         "10.0.0.6"
     );
     trusted
-        .fields(&headers, &hop("10.0.0.6:1000"))
+        .fields(&headers, &hop(&peer("10.0.0.6:1000")))
         .insert_into(&mut headers);
     assert_eq!(headers["x-forwarded-proto"], "http");
     assert_eq!(

@@ -9,13 +9,14 @@
 use std::future::Future;
 use std::io;
 use std::pin::{Pin, pin};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::Frame;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use crate::worker::stack_read::poll_read_on_stack;
+use crate::worker::tick::{TickListing, Ticks};
 use crate::worker::wire::{
     BodyDecoder, BodyFraming, Chunk, MAX_HEAD, RequestHead, WireError, parse_request_head,
 };
@@ -43,6 +44,9 @@ pub(crate) struct Conn {
     continue_due: usize,
     /// Counts requests, so a body kept past its exchange reads nothing.
     exchange: u64,
+    /// The connection's task in the worker's tick list (its requests in flight
+    /// count ticks).
+    tick_listing: TickListing,
 }
 
 impl Conn {
@@ -54,6 +58,7 @@ impl Conn {
             body: BodyDecoder::request(BodyFraming::Empty),
             continue_due: 0,
             exchange: 0,
+            tick_listing: TickListing::default(),
         }
     }
 
@@ -229,6 +234,11 @@ impl Conn {
     /// The final response is being written: a `100 Continue` may no longer be sent.
     pub(super) fn answered(&mut self) {
         self.continue_due = 0;
+    }
+
+    /// Has the connection's task woken at the next tick.
+    pub(super) fn wake_next_tick(&mut self, ticks: &Ticks, waker: &Waker) {
+        ticks.wake_next(waker, &mut self.tick_listing);
     }
 
     /// Ready when the client has closed or broken the connection. Pending while a

@@ -322,6 +322,15 @@ async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo, mut timer: Pin<&mut 
 /// read nor a timer) and only while no request body is being read;
 /// bytes the client sends meanwhile (a pipelined request) are kept.
 async fn client_gone(worker: &Worker, conn: &RefCell<Conn>) {
-    worker.ticks(WATCH_AFTER_TICKS).await;
-    poll_fn(|cx| conn.borrow_mut().poll_client_gone(cx)).await;
+    let ticks = worker.ticks();
+    let watch_from = ticks.now() + u64::from(WATCH_AFTER_TICKS);
+    poll_fn(|cx| {
+        let mut conn = conn.borrow_mut();
+        if ticks.now() < watch_from {
+            conn.wake_next_tick(ticks, cx.waker());
+            return Poll::Pending;
+        }
+        conn.poll_client_gone(cx)
+    })
+    .await;
 }
