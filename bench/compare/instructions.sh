@@ -9,21 +9,26 @@
 # run.sh's CPU figures include. Under valgrind the proxies run ~50x slower, so the
 # absolute rates mean nothing; only the per-request counts do.
 #
-# Not part of the test suite. Needs root to apt-get valgrind, nginx, haproxy, wrk.
-# Binds 127.0.0.1 only (18080 Culvert, 18090 HAProxy, 18095 nginx (also 18097 and
-# 18498, which its shared config declares), 19001 backend) and stops what it started
-# on exit. nginx runs as one process (`master_process off`) so valgrind sees its
-# worker; its config is run.sh's.
+# Scenarios: h1 and h1-close (wrk, CONNS connections, keep-alive or a new connection
+# per request), h2c and h2tls (h2load, 4 connections of 16 concurrent streams, HTTP/2
+# with prior knowledge or over TLS with ALPN). Counting starts after a 3 s warm-up,
+# so one-time work (TLS library seeding, pools filling) is left out.
+#
+# Not part of the test suite. Needs root to apt-get valgrind, nginx, haproxy, wrk,
+# h2load. Binds 127.0.0.1 only (Culvert 18080/18082/18443, HAProxy 18090/18092/18493,
+# nginx 18095/18097/18498: HTTP/1.1, h2c, TLS; 19001 backend) and stops what it
+# started on exit. nginx runs as one process (`master_process off`) so valgrind sees
+# its worker; its config is run.sh's.
 #
 # Knobs: SECONDS_MEASURED=10, CONNS=16 (wrk connections), SKIP_BUILD=1,
-# CARGO_TARGET_DIR (default <repo>/target), SCENARIOS="h1 h1-close".
+# CARGO_TARGET_DIR (default <repo>/target), SCENARIOS="h1 h1-close h2c h2tls".
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 MEASURED=${SECONDS_MEASURED:-10}
 CONNS=${CONNS:-16}
-SCENARIOS=${SCENARIOS:-h1 h1-close}
+SCENARIOS=${SCENARIOS:-h1 h1-close h2c h2tls}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 RUN_DIR=$(mktemp -d /tmp/culvert-instructions.XXXXXX)
 PIDS=()
@@ -35,8 +40,9 @@ source "$HERE/../lib/process.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk curl:curl openssl:openssl
-require_free_ports 18080 18081 18090 18095 18097 18498 19001 19002
+install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk h2load:nghttp2-client \
+    curl:curl openssl:openssl
+require_free_ports 18080 18081 18082 18443 18090 18092 18493 18095 18097 18498 19001 19002
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
 fi
@@ -46,53 +52,53 @@ sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@BACKEND_H2C
 start_bg backend 0 nginx -c "$RUN_DIR/backend.conf" -p "$RUN_DIR" -e "$RUN_DIR/backend.err"
 wait_http http://127.0.0.1:19001/ || { log "backend did not come up"; exit 1; }
 
-cat >"$RUN_DIR/culvert.json" <<'JSON'
-{"version": 1,
- "listeners": [{"name": "http", "address": "127.0.0.1", "port": 18080, "protocol": "HTTP"}],
- "httpRoutes": [{"namespace": "bench", "name": "all", "listeners": ["http"],
-   "rules": [{"backends": [{"name": "bench/backend:80", "endpoints": ["127.0.0.1:19001"]}]}]}]}
-JSON
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
     -keyout "$RUN_DIR/key.pem" -out "$RUN_DIR/cert.pem" 2>/dev/null
+cat "$RUN_DIR/cert.pem" "$RUN_DIR/key.pem" >"$RUN_DIR/haproxy.pem"
+sed -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18080#" -e "s#@H2C_PORT@#18082#" \
+    -e "s#@TLS_PORT@#18443#" -e "s#@CERT@#$RUN_DIR/cert.pem#" -e "s#@KEY@#$RUN_DIR/key.pem#" \
+    "$HERE/culvert.json.in" >"$RUN_DIR/culvert.json"
 sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18095#" \
     -e "s#@H2C_PORT@#18097#" -e "s#@TLS_PORT@#18498#" -e "s#@CERT@#$RUN_DIR/cert.pem#" \
     -e "s#@KEY@#$RUN_DIR/key.pem#" -e "s#@NGINX_TLS_RESUMPTION@##" \
     -e "s#^daemon off;#daemon off;\nmaster_process off;#" \
     "$HERE/nginx-proxy.conf.in" >"$RUN_DIR/nginx-proxy.conf"
-cat >"$RUN_DIR/haproxy.cfg" <<'CFG'
-global
-    nbthread 1
-defaults
-    mode http
-    option http-keep-alive
-    option forwardfor
-    timeout connect 5s
-    timeout client 75s
-    timeout server 75s
-frontend bench
-    bind 127.0.0.1:18090
-    http-request set-header X-Forwarded-Proto http
-    http-request set-header X-Forwarded-Host %[req.hdr(host)]
-    default_backend backend
-backend backend
-    server backend 127.0.0.1:19001
-CFG
+sed -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18090#" -e "s#@H2C_PORT@#18092#" \
+    -e "s#@TLS_PORT@#18493#" -e "s#@PEM@#$RUN_DIR/haproxy.pem#" -e "s#@HAPROXY_TLS_GLOBAL@##" \
+    -e "s#@HAPROXY_TLS_BIND@##" \
+    "$HERE/haproxy.cfg.in" >"$RUN_DIR/haproxy.cfg"
 
 load() { # port scenario seconds -> requests completed
-    local extra=()
-    [[ $2 == h1-close ]] && extra=(-H 'Connection: close')
-    taskset -c 0 wrk -t1 "-c$CONNS" "-d$3s" "${extra[@]}" "http://127.0.0.1:$1/" |
-        awk '/requests in/ {print $1}'
+    case $2 in
+    h1 | h1-close)
+        local extra=()
+        [[ $2 == h1-close ]] && extra=(-H 'Connection: close')
+        taskset -c 0 wrk -t1 "-c$CONNS" "-d$3s" "${extra[@]}" "http://127.0.0.1:$1/" |
+            awk '/requests in/ {print $1}'
+        ;;
+    h2c | h2tls)
+        local scheme=http
+        [[ $2 == h2tls ]] && scheme=https
+        taskset -c 0 h2load -t1 -c4 -m16 -D "$3" "$scheme://127.0.0.1:$1/" |
+            awk '/^requests:/ {print $8}'
+        ;;
+    esac
 }
 
-measure() { # name port scenario cmd...
-    local name=$1 port=$2 scenario=$3
+measure() { # name "http h2c tls" ports scenario cmd...
+    local name=$1 scenario=$3 http_port h2c_port tls_port port
+    read -r http_port h2c_port tls_port <<<"$2"
+    case $scenario in
+    h2c) port=$h2c_port ;;
+    h2tls) port=$tls_port ;;
+    *) port=$http_port ;;
+    esac
     shift 3
     local out=$RUN_DIR/callgrind.$name.$scenario
     start_bg "$name-$scenario" 1 valgrind --tool=callgrind --cache-sim=yes \
         "--callgrind-out-file=$out" "$@"
     local pid=$STARTED
-    wait_http "http://127.0.0.1:$port/" 60 || { log "$name did not come up"; exit 1; }
+    wait_http "http://127.0.0.1:$http_port/" 60 || { log "$name did not come up"; exit 1; }
     load "$port" "$scenario" 3 >/dev/null
     callgrind_control -z "$pid" >/dev/null
     local requests
@@ -110,10 +116,10 @@ measure() { # name port scenario cmd...
 echo "| scenario | system | requests | instructions/req | L1i misses/req | L1d read misses/req | L1d write misses/req |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for scenario in $SCENARIOS; do
-    measure culvert 18080 "$scenario" "$TARGET_DIR/release/culvert" serve \
+    measure culvert "18080 18082 18443" "$scenario" "$TARGET_DIR/release/culvert" serve \
         --config "$RUN_DIR/culvert.json" --control 127.0.0.1:18081 --workers 1 \
         --no-access-log --drain-grace 1s
-    measure nginx 18095 "$scenario" nginx -c "$RUN_DIR/nginx-proxy.conf" -p "$RUN_DIR" \
-        -e "$RUN_DIR/nginx-proxy.error.log"
-    measure haproxy 18090 "$scenario" haproxy -db -f "$RUN_DIR/haproxy.cfg"
+    measure nginx "18095 18097 18498" "$scenario" nginx -c "$RUN_DIR/nginx-proxy.conf" \
+        -p "$RUN_DIR" -e "$RUN_DIR/nginx-proxy.error.log"
+    measure haproxy "18090 18092 18493" "$scenario" haproxy -db -f "$RUN_DIR/haproxy.cfg"
 done

@@ -285,7 +285,10 @@ impl Worker {
         record.tunnel = info.tunnel;
         // One load per request; the `Arc` (not a guard) lives across the awaits.
         let prepared = match self.cell.load_full() {
-            Some(snapshot) => self.prepare(snapshot, request, info, &mut record),
+            Some(snapshot) => {
+                let upgradable = client_upgrade.is_some();
+                self.prepare(snapshot, request, upgradable, info, &mut record)
+            }
             None => Err(local_answer(StatusCode::SERVICE_UNAVAILABLE)),
         };
         match prepared {
@@ -323,10 +326,17 @@ impl Worker {
         &self,
         snapshot: Arc<Snapshot>,
         request: Request<ClientBody>,
+        upgradable: bool,
         info: &ConnectionInfo,
         record: &mut Record,
     ) -> Result<Prepared, Response<ProxyBody>> {
-        let upgrade = upgrade_protocol(request.headers(), request.version());
+        // Only a client side that can be handed over (an HTTP/1.1 connection, a
+        // tunnel stream) has its upgrade forwarded as one.
+        let upgrade = if upgradable {
+            upgrade_protocol(request.headers(), request.version())
+        } else {
+            None
+        };
         let (parts, body) = request.into_parts();
         let Some(routing_host) = request_host(&parts.headers, &parts.uri, parts.version) else {
             return Err(local_answer(StatusCode::BAD_REQUEST));
