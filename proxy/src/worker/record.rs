@@ -114,7 +114,17 @@ pub(crate) struct RecordedBody {
     inner: ProxyBody,
     sent: u64,
     ended: bool,
-    finish: Option<(Record, Rc<Sink>, u64)>,
+    /// Boxed: a response is moved through several layers on its way out, and the
+    /// record would more than double what each move copies.
+    finish: Option<Box<Finish>>,
+}
+
+/// What finishing a record takes.
+struct Finish {
+    record: Record,
+    sink: Rc<Sink>,
+    /// Decides sampling for the access log.
+    random: u64,
 }
 
 impl RecordedBody {
@@ -131,7 +141,11 @@ impl RecordedBody {
             inner,
             sent: 0,
             ended: false,
-            finish: Some((record, sink, random)),
+            finish: Some(Box::new(Finish {
+                record,
+                sink,
+                random,
+            })),
         }
     }
 }
@@ -181,9 +195,14 @@ impl Body for RecordedBody {
 
 impl Drop for RecordedBody {
     fn drop(&mut self) {
-        let Some((record, sink, random)) = self.finish.take() else {
+        let Some(finish) = self.finish.take() else {
             return;
         };
+        let Finish {
+            record,
+            sink,
+            random,
+        } = *finish;
         let complete = self.ended || self.inner.is_end_stream();
         let stats: RouteStats = sink.stats.route(record.route.as_deref());
         stats.record_response(record.status, record.started.elapsed());

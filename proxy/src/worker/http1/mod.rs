@@ -158,6 +158,7 @@ fn serve_one<'a>(
         keep_alive,
         expect_continue,
         trailers,
+        names_fields,
     } = head;
     let asked = Asked {
         head: request.method() == Method::HEAD,
@@ -166,7 +167,11 @@ fn serve_one<'a>(
         trailers,
     };
     let exchange = conn.borrow_mut().start_body(body, expect_continue);
-    let (handover, upgrade) = match upgrade_protocol(request.headers(), request.version()) {
+    // An upgrade needs `Connection: upgrade`: no lookup unless `Connection` named a field.
+    let upgrade = names_fields
+        .then(|| upgrade_protocol(request.headers(), request.version()))
+        .flatten();
+    let (handover, upgrade) = match upgrade {
         Some(_) => {
             let (handover, upgraded) = oneshot::channel();
             (Some(handover), Some(ClientUpgrade::Http1(upgraded)))

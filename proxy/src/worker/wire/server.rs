@@ -32,6 +32,9 @@ pub(crate) struct RequestHead {
     pub(crate) expect_continue: bool,
     /// The client takes trailers (`TE: trailers`).
     pub(crate) trailers: bool,
+    /// A `Connection` field names other fields: only then can the request ask for
+    /// an upgrade (`Connection: upgrade`).
+    pub(crate) names_fields: bool,
 }
 
 /// How a response body is framed on the wire.
@@ -93,6 +96,7 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
         keep_alive,
         expect_continue: facts.expect_continue && version == Version::HTTP_11,
         trailers: facts.trailers,
+        names_fields: facts.names_fields,
     }))
 }
 
@@ -110,6 +114,8 @@ struct RequestFacts {
     expect_continue: bool,
     /// `TE: trailers`.
     trailers: bool,
+    /// A `Connection` field names fields other than `close` and `keep-alive`.
+    names_fields: bool,
 }
 
 impl RequestFacts {
@@ -136,6 +142,7 @@ impl RequestFacts {
                     self.keep_alive |= keep_alive;
                     names_fields |= !close && !keep_alive;
                 }
+                self.names_fields |= names_fields;
                 return Ok(names_fields);
             }
             CodecField::Te => {

@@ -524,16 +524,19 @@ fn a_connection_field_that_only_says_close_or_keep_alive_is_acted_on_and_left_ou
         .unwrap();
     assert!(!head.keep_alive);
     assert!(!head.request.headers().contains_key("connection"));
+    assert!(!head.names_fields);
     let head = parse_request(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
         .unwrap()
         .unwrap();
     assert!(head.keep_alive);
     assert!(!head.request.headers().contains_key("connection"));
+    assert!(!head.names_fields);
     // Naming fields (an upgrade, fields to drop), it stays for the proxy.
     for value in ["upgrade", "keep-alive, x-private"] {
         let wire = format!("GET / HTTP/1.1\r\nConnection: {value}\r\nUpgrade: websocket\r\n\r\n");
         let head = parse_request(wire.as_bytes()).unwrap().unwrap();
         assert!(head.keep_alive, "{value}");
+        assert!(head.names_fields, "{value}");
         assert_eq!(head.request.headers()["connection"], value);
     }
 }
