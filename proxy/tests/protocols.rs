@@ -20,6 +20,7 @@ use http::{Request, StatusCode, Version};
 use http_body_util::Full;
 use serde_json::{Value, json};
 use support::{TestCa, free_port, get, put_config, send_h1_on, send_h2, tls_connect};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -291,8 +292,33 @@ async fn retries_mirrors_and_cors() {
     .unwrap();
 }
 
+/// Reads one response with a `Content-Length` body off `stream`, as text.
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .expect("a Content-Length");
+            if seen.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let read = stream.read(&mut buf).await.unwrap();
+        assert!(read > 0, "closed before the response ended");
+        seen.extend_from_slice(&buf[..read]);
+    }
+}
+
 #[tokio::test]
-async fn drain_finishes_requests_in_flight_and_stops_accepting() {
+async fn drain_finishes_requests_in_flight_closes_idle_connections_and_stops_accepting() {
     tokio::time::timeout(LIMIT, async {
         let echo = EchoBackend::start(EchoConfig::new("slow")).await.unwrap();
         let port = free_port();
@@ -327,6 +353,26 @@ async fn drain_finishes_requests_in_flight_and_stops_accepting() {
             waited += Duration::from_millis(10);
         }
         assert_eq!(echo.count(), 4);
+        // Idle connections: one kept alive after an answered request, one that never
+        // sent a byte. Draining closes both.
+        let mut kept = TcpStream::connect(local(port)).await.unwrap();
+        kept.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let answered = read_response(&mut kept).await;
+        assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+        let mut silent = TcpStream::connect(local(port)).await.unwrap();
+        // Accepted (a connection still in the listen queue is reset when the
+        // listener closes): the four in flight, `kept` and `silent` are open.
+        let open = format!("culvert_open_connections{{listener=\"0.0.0.0:{port}\"}} 6");
+        let mut waited = Duration::ZERO;
+        while !String::from_utf8_lossy(&get(server.control_addr(), "c", "/metrics").await.body)
+            .contains(&open)
+        {
+            assert!(waited < Duration::from_secs(5), "six connections accepted");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            waited += Duration::from_millis(10);
+        }
         server.start_drain();
         let ready = support::send(
             server.control_addr(),
@@ -342,6 +388,15 @@ async fn drain_finishes_requests_in_flight_and_stops_accepting() {
             .expect("workers drain once their requests are answered");
         for request in in_flight {
             assert_eq!(request.await.unwrap().status, StatusCode::OK);
+        }
+        for (which, idle) in [("kept", &mut kept), ("silent", &mut silent)] {
+            let mut rest = Vec::new();
+            let closed = tokio::time::timeout(Duration::from_secs(5), idle.read_to_end(&mut rest));
+            let closed = closed.await;
+            assert!(
+                matches!(closed, Ok(Ok(0))),
+                "an idle connection is closed, with nothing more sent: {which} {closed:?} {rest:?}"
+            );
         }
         assert!(
             TcpStream::connect(local(port)).await.is_err(),

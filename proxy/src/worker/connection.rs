@@ -24,10 +24,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::Worker;
+use super::drain::DrainWatch;
 use super::headers::IpText;
 use super::http1::{self, HEADER_READ_TIMEOUT};
 use super::sniff::{self, HttpVersion, Prefixed};
@@ -171,8 +171,8 @@ async fn serve_http<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let mut draining = worker.draining();
-    if *draining.borrow_and_update() {
+    let mut drain = worker.drain().watch();
+    if drain.started() {
         return;
     }
     let (version, prefix) = match version {
@@ -180,7 +180,7 @@ async fn serve_http<I>(
         None => {
             let detected = tokio::select! {
                 detected = tokio::time::timeout(HEADER_READ_TIMEOUT, sniff::detect(&mut io)) => detected,
-                _ = draining.wait_for(|draining| *draining) => return,
+                () = drain.drained() => return,
             };
             match detected {
                 Ok(Ok(Some(found))) => found,
@@ -190,16 +190,16 @@ async fn serve_http<I>(
     };
     match version {
         HttpVersion::Http1 => {
-            http1::serve(&worker, Box::new(io), prefix, &info, &mut draining).await;
+            http1::serve(&worker, Box::new(io), prefix, &info, &mut drain).await;
         }
         // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
         // line keeps every HTTP/1 connection's task (what an idle client costs) small.
         HttpVersion::Http2 => {
             Box::pin(serve_http2(
-                worker,
+                Rc::clone(&worker),
                 Prefixed::new(prefix, io),
                 info,
-                draining,
+                drain,
             ))
             .await;
         }
@@ -211,7 +211,7 @@ async fn serve_http2<I>(
     worker: Rc<Worker>,
     io: I,
     info: Rc<ConnectionInfo>,
-    mut draining: watch::Receiver<bool>,
+    mut drain: DrainWatch<'_>,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -226,7 +226,7 @@ async fn serve_http2<I>(
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .serve_connection(TokioIo::new(io), service);
-    until_closed(pin!(connection), &mut draining, |connection| {
+    until_closed(pin!(connection), &mut drain, |connection| {
         connection.graceful_shutdown();
     })
     .await;
@@ -236,12 +236,12 @@ async fn serve_http2<I>(
 /// shut down gracefully and lets it finish what is in flight.
 async fn until_closed<C: Future>(
     mut connection: Pin<&mut C>,
-    draining: &mut watch::Receiver<bool>,
+    drain: &mut DrainWatch<'_>,
     shutdown: impl FnOnce(Pin<&mut C>),
 ) {
     tokio::select! {
         _ = connection.as_mut() => return,
-        _ = draining.wait_for(|draining| *draining) => {}
+        () = drain.drained() => {}
     }
     shutdown(connection.as_mut());
     let _ = connection.await;

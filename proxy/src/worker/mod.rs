@@ -14,6 +14,7 @@
 
 mod body;
 mod connection;
+mod drain;
 mod headers;
 mod http1;
 mod outgoing;
@@ -131,14 +132,7 @@ fn run(
             tunnel,
             seed,
         } = channels;
-        let worker = Rc::new(Worker::new(
-            index,
-            cell,
-            draining.clone(),
-            forwarding,
-            access_log,
-            seed,
-        ));
+        let worker = Rc::new(Worker::new(index, cell, forwarding, access_log, seed));
         let mut listeners = Listeners::default();
         let first = *generation.borrow_and_update();
         let result = listeners.reconcile(&worker).await;
@@ -177,8 +171,9 @@ fn run(
                 }
                 _ = draining.wait_for(|draining| *draining), if !drain_started => {
                     // Stop accepting; connections finish on their own (each one
-                    // watches `draining` too).
+                    // watches the worker's drain signal).
                     drain_started = true;
+                    worker.drain().start();
                     if let Some((tunnel, _)) = &tunnel {
                         tunnel.drain();
                     }

@@ -37,11 +37,12 @@ use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::body::{ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
+use super::drain::Drain;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::http1::Upgraded;
 use super::outgoing::{UpstreamHead, build_request, upgrade_request};
@@ -70,7 +71,8 @@ pub(crate) struct Worker {
     sink: Rc<Sink>,
     upstreams: Rc<Upstreams>,
     rng: Cell<u64>,
-    draining: watch::Receiver<bool>,
+    /// Set once the worker drains; its connections watch it.
+    drain: Drain,
     forwarding: Forwarding,
     /// Client connections open on this worker; drain waits for 0.
     connections: Cell<usize>,
@@ -122,7 +124,6 @@ impl Worker {
     pub(crate) fn new(
         index: usize,
         cell: Arc<SnapshotCell>,
-        draining: watch::Receiver<bool>,
         forwarding: Forwarding,
         log: Arc<AccessLog>,
         seed: Option<u64>,
@@ -141,7 +142,7 @@ impl Worker {
             }),
             upstreams: Rc::new(Upstreams::default()),
             rng: Cell::new(now ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-            draining,
+            drain: Drain::default(),
             forwarding,
             connections: Cell::new(0),
             all_closed: Notify::new(),
@@ -180,9 +181,9 @@ impl Worker {
         &self.cell
     }
 
-    /// A receiver that turns `true` when the worker starts draining.
-    pub(crate) fn draining(&self) -> watch::Receiver<bool> {
-        self.draining.clone()
+    /// The worker's drain signal.
+    pub(crate) fn drain(&self) -> &Drain {
+        &self.drain
     }
 
     pub(crate) fn upstreams(&self) -> &Upstreams {

@@ -36,6 +36,9 @@ pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
         return Err(PathError::NotAbsolute);
     }
     let mut needs_work = false;
+    // A dot segment needs a literal `.` (an escaped one is decoded, which is work
+    // already).
+    let mut has_dot = false;
     let mut at = 0;
     while at < bytes.len() {
         match bytes[at] {
@@ -51,11 +54,14 @@ pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
                     is_unreserved(decoded) || hi.is_ascii_lowercase() || lo.is_ascii_lowercase();
                 at += 3;
             }
-            b if is_path_byte(b) => at += 1,
+            b if is_path_byte(b) => {
+                has_dot |= b == b'.';
+                at += 1;
+            }
             _ => return Err(PathError::BadCharacter),
         }
     }
-    needs_work |= has_dot_segment(path);
+    needs_work |= has_dot && has_dot_segment(path);
     if !needs_work {
         return Ok(Cow::Borrowed(path));
     }
@@ -64,8 +70,40 @@ pub fn normalize_path(path: &str) -> Result<Cow<'_, str>, PathError> {
 
 /// Bytes RFC 3986 allows unescaped in a path: unreserved, sub-delims, `:`, `@`, `/`.
 fn is_path_byte(b: u8) -> bool {
-    is_unreserved(b) || b"!$&'()*+,;=:@/".contains(&b)
+    PATH_BYTES[usize::from(b)]
 }
+
+/// [`is_path_byte`] as a table: every byte of every request path is looked up.
+static PATH_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = byte.is_ascii_alphanumeric()
+            || matches!(
+                byte,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'@'
+                    | b'/'
+            );
+        b += 1;
+    }
+    table
+};
 
 fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')

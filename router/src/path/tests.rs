@@ -9,6 +9,8 @@ fn normal_paths_are_borrowed() {
         "/a%2Fb",
         "/caf%C3%A9",
         "/x:y@z!$&'()*+,;=",
+        "/v1.2/file.tar.gz",
+        "/a..b/.c",
     ] {
         assert!(
             matches!(normalize_path(path), Ok(Cow::Borrowed(_))),
@@ -36,9 +38,31 @@ fn dot_segments_are_removed() {
         ("/..", "/"),
         ("/.", "/"),
         ("/a/..b/c", "/a/..b/c"),
+        ("/a/%2e/b", "/a/b"),
+        ("/a/.%2E/b", "/b"),
     ];
     for (input, want) in cases {
         assert_eq!(normalize_path(input).unwrap(), want, "{input}");
+    }
+}
+
+#[test]
+fn only_rfc_3986_path_characters_pass_unescaped() {
+    let allowed =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/";
+    for byte in 0..=255u8 {
+        let path = [b'/', b'a', byte, b'b'];
+        let verdict = std::str::from_utf8(&path).map_or(Err(PathError::BadCharacter), |path| {
+            normalize_path(path).map(|_| ())
+        });
+        let want = if byte == b'%' {
+            Err(PathError::BadEscape)
+        } else if allowed.as_bytes().contains(&byte) {
+            Ok(())
+        } else {
+            Err(PathError::BadCharacter)
+        };
+        assert_eq!(verdict, want, "byte {byte:#04x}");
     }
 }
 

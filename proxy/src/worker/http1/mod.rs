@@ -23,12 +23,13 @@ use futures_util::FutureExt as _;
 use futures_util::future::{Either, ready};
 use http::{Method, Response, StatusCode, Version};
 use pin_project_lite::pin_project;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep, sleep};
 
 use super::Worker;
 use super::body::ClientBody;
 use super::connection::ConnectionInfo;
+use super::drain::{Drain, DrainWatch};
 use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
@@ -69,7 +70,7 @@ pub(super) async fn serve(
     io: Box<dyn Io>,
     read: BytesMut,
     info: &ConnectionInfo,
-    draining: &mut watch::Receiver<bool>,
+    drain: &mut DrainWatch<'_>,
 ) {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
     let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
@@ -93,13 +94,13 @@ pub(super) async fn serve(
                     Some(Err(error)) => break 'serve Some(error),
                     None => return,
                 },
-                _ = draining.wait_for(|draining| *draining) => return,
+                () = drain.drained() => return,
                 () = deadline.as_mut() => return,
             }
         };
         // Boxed: the request's future (several kilobytes) exists only while a request
         // is in flight, so an idle kept-alive connection holds just this loop.
-        let exchange = Box::pin(serve_one(worker, &conn, head, info, draining));
+        let exchange = Box::pin(serve_one(worker, &conn, head, info));
         match exchange.await {
             Next::Request => conn.borrow_mut().release_buffer(),
             Next::Close => break 'serve None,
@@ -150,7 +151,6 @@ fn serve_one<'a>(
     conn: &'a Rc<RefCell<Conn>>,
     head: RequestHead,
     info: &'a ConnectionInfo,
-    draining: &'a watch::Receiver<bool>,
 ) -> impl Future<Output = Next> + 'a {
     let RequestHead {
         request,
@@ -188,7 +188,7 @@ fn serve_one<'a>(
     };
     answered.then(move |response| match response {
         None => Either::Left(ready(Next::Close)),
-        Some(response) => Either::Right(answer(conn, response, asked, handover, draining)),
+        Some(response) => Either::Right(answer(conn, response, asked, handover, worker.drain())),
     })
 }
 
@@ -199,7 +199,7 @@ fn answer<'a>(
     response: Response<RecordedBody>,
     asked: Asked,
     handover: Option<oneshot::Sender<Upgraded>>,
-    draining: &watch::Receiver<bool>,
+    drain: &Drain,
 ) -> impl Future<Output = Next> + 'a {
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         // Boxed: rare, and it would keep the response in this future.
@@ -215,7 +215,7 @@ fn answer<'a>(
     let body_released = Rc::strong_count(conn) == 1;
     let asked = Asked {
         keep_alive: asked.keep_alive
-            && !*draining.borrow()
+            && !drain.started()
             && body_released
             && conn.borrow_mut().finish_buffered_body(),
         ..asked

@@ -377,10 +377,12 @@ async fn read_head<R: AsyncRead + Unpin>(
     fields: FieldsAs,
 ) -> Result<ResponseHead, UpstreamError> {
     loop {
-        if let Some(head) =
-            parse_response_head(read_buf, method, fields).map_err(|_| UpstreamError::Protocol)?
-        {
-            return Ok(head);
+        // Nothing to parse before the first read (the buffer starts empty).
+        if !read_buf.is_empty() {
+            let parsed = parse_response_head(read_buf, method, fields);
+            if let Some(head) = parsed.map_err(|_| UpstreamError::Protocol)? {
+                return Ok(head);
+            }
         }
         let read = if read_buf.is_empty() {
             poll_fn(|cx| poll_read_on_stack(reader, cx, |bytes| *read_buf = BytesMut::from(bytes)))

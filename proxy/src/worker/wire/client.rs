@@ -201,6 +201,10 @@ impl ConnectionFacts {
                 Ok(true)
             }
             CodecField::Connection => {
+                // What backends nearly always send, without splitting the value.
+                if value.eq_ignore_ascii_case(b"keep-alive") {
+                    return Ok(true);
+                }
                 for token in tokens(value) {
                     if token.eq_ignore_ascii_case(b"close") {
                         self.close = true;

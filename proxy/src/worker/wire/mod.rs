@@ -184,25 +184,40 @@ pub(super) struct ContentLength(Option<u64>);
 impl ContentLength {
     /// Adds one field value (itself possibly a list of equal numbers).
     pub(super) fn add(&mut self, value: &[u8]) -> Result<(), WireError> {
-        for item in value.split(|&b| b == b',') {
-            let item = item.trim_ascii();
-            if item.is_empty() || item.len() > 19 || !item.iter().all(u8::is_ascii_digit) {
-                return Err(WireError::BadLength);
-            }
-            let parsed = item
-                .iter()
-                .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0'));
-            if self.0.is_some_and(|seen| seen != parsed) {
-                return Err(WireError::BadLength);
-            }
-            self.0 = Some(parsed);
+        // One number, the usual value, is taken without splitting it.
+        if let Some(parsed) = decimal(value) {
+            return self.agree(parsed);
         }
+        for item in value.split(|&b| b == b',') {
+            let parsed = decimal(item.trim_ascii()).ok_or(WireError::BadLength)?;
+            self.agree(parsed)?;
+        }
+        Ok(())
+    }
+
+    fn agree(&mut self, parsed: u64) -> Result<(), WireError> {
+        if self.0.is_some_and(|seen| seen != parsed) {
+            return Err(WireError::BadLength);
+        }
+        self.0 = Some(parsed);
         Ok(())
     }
 
     pub(super) fn get(self) -> Option<u64> {
         self.0
     }
+}
+
+/// `digits` as a number: 1 to 19 ASCII digits (so it cannot overflow), else `None`.
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        digits
+            .iter()
+            .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0')),
+    )
 }
 
 /// The fields the codec itself reads: framing and connection management.

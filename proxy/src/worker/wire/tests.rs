@@ -216,6 +216,9 @@ fn framing_follows_rfc_9112() {
 fn keep_alive_needs_http11_a_known_end_and_no_close() {
     let keep = |head: &[u8]| parse(head, &Method::GET).unwrap().unwrap().keep_alive;
     assert!(keep(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"));
+    assert!(keep(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nConnection: Keep-Alive\r\n\r\n"
+    ));
     assert!(!keep(
         b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: keep-alive, close\r\n\r\n"
     ));
@@ -234,7 +237,16 @@ fn bad_heads_are_errors() {
         parse(b"garbage\r\n\r\n", &get).unwrap_err(),
         WireError::Malformed
     );
-    for length in ["-1", "1, 2", "", "0x10", "99999999999999999999999"] {
+    for length in [
+        "-1",
+        "1, 2",
+        "",
+        "0x10",
+        "99999999999999999999999",
+        "3,",
+        "3,,3",
+        " ,3",
+    ] {
         let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {length}\r\n\r\n");
         assert_eq!(
             parse(head.as_bytes(), &get).unwrap_err(),
