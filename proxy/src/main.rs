@@ -1,13 +1,14 @@
 //! The `culvert` binary: parse the command line, then hand off to one command.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+mod allocator;
 mod cli;
 
 use clap::Parser;
 
 /// mimalloc: fast thread-local allocation suits one runtime per core.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
 fn main() -> std::process::ExitCode {
     let command = cli::Command::parse();
