@@ -152,6 +152,7 @@ impl Worker {
 
     /// One period of [`TICK`] has passed (called by the worker's main loop).
     pub(crate) fn tick(&self) {
+        self.upstreams.tick();
         self.ticks.advance();
     }
 

@@ -9,7 +9,9 @@
 //! rest is not waited for), when a body was cut short, or when the worker drains.
 //! Malformed heads are answered 400, heads over the size limits 431, and the
 //! connection closes. A client gets [`HEADER_READ_TIMEOUT`] to send each head,
-//! idle time between requests included.
+//! idle time between requests included (measured from the worker tick in which
+//! the wait began: the timer is reset at most once per tick, so it is not rearmed
+//! for every request of a busy connection).
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -74,6 +76,8 @@ pub(super) async fn serve(
 ) {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
     let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
+    // The tick the deadline was last set in.
+    let mut deadline_tick = worker.ticks().now();
     // Ends with the head refused, if it was, for a connection that closes.
     let refused = 'serve: loop {
         let head = 'head: {
@@ -84,9 +88,13 @@ pub(super) async fn serve(
                 Err(error) => break 'serve Some(error),
                 Ok(None) => {}
             }
-            deadline
-                .as_mut()
-                .reset(Instant::now() + HEADER_READ_TIMEOUT);
+            let tick = worker.ticks().now();
+            if tick != deadline_tick {
+                deadline_tick = tick;
+                deadline
+                    .as_mut()
+                    .reset(Instant::now() + HEADER_READ_TIMEOUT);
+            }
             tokio::select! {
                 biased;
                 head = read_head(&conn) => match head {

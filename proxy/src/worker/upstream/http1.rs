@@ -126,16 +126,18 @@ impl Connection {
     }
 
     /// Lets go of the read buffer between exchanges (an idle connection keeps no
-    /// buffer, and the next exchange starts on a small, recently freed one).
-    fn idle(&mut self) {
+    /// buffer, and the next exchange starts on a small, recently freed one); `now`
+    /// is when it went idle.
+    pub(crate) fn idle(&mut self, now: Instant) {
         self.read_buf = BytesMut::new();
         self.next_read = FIRST_READ;
-        self.idle_since = Instant::now();
+        self.idle_since = now;
     }
 
-    /// How long the connection has been idle (meaningful while it is in the pool).
-    pub(crate) fn idle_for(&self) -> Duration {
-        self.idle_since.elapsed()
+    /// How long the connection has been idle at `now` (meaningful while it is in
+    /// the pool).
+    pub(crate) fn idle_for(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.idle_since)
     }
 }
 
@@ -434,11 +436,10 @@ impl ResponseBody {
 
     /// The body is over: the connection goes home if it is clean, else closes.
     fn release(&mut self) {
-        let (Some(mut conn), Some(home)) = (self.conn.take(), self.home.take()) else {
+        let (Some(conn), Some(home)) = (self.conn.take(), self.home.take()) else {
             return;
         };
         if self.keep_alive && conn.read_buf.is_empty() {
-            conn.idle();
             home.upstreams.give_back(home.endpoint, conn);
         }
     }

@@ -7,10 +7,10 @@
 //! `.await`. Errors say whether the endpoint could not be reached (`Connect`) or
 //! failed while talking (`Protocol`), so the caller can answer 502 and count why.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future;
@@ -99,13 +99,31 @@ pub(crate) enum UpstreamError {
 }
 
 /// The upstream connections of one worker.
-#[derive(Default)]
 pub(crate) struct Upstreams {
     http1: RefCell<FastMap<SocketAddr, Vec<Connection>>>,
     h2c: RefCell<FastMap<SocketAddr, http2::SendRequest<RequestBody>>>,
+    /// The pool's clock: read when the worker ticks, not per request (idle times
+    /// are judged against [`IDLE_TIMEOUT`], a minute; a second either way is fine).
+    now: Cell<Instant>,
+}
+
+impl Default for Upstreams {
+    fn default() -> Self {
+        Self {
+            http1: RefCell::default(),
+            h2c: RefCell::default(),
+            now: Cell::new(Instant::now()),
+        }
+    }
 }
 
 impl Upstreams {
+    /// Reads the clock the pool judges idle times by (the worker calls this every
+    /// tick).
+    pub(crate) fn tick(&self) {
+        self.now.set(Instant::now());
+    }
+
     /// Sends `request` to `endpoint` and returns the response head (the body
     /// streams on); `fields` says where an HTTP/1.1 response keeps its fields.
     ///
@@ -212,8 +230,9 @@ impl Upstreams {
     fn take_idle(&self, endpoint: SocketAddr) -> Option<Connection> {
         let mut pool = self.http1.borrow_mut();
         let idle = pool.get_mut(&endpoint)?;
+        let now = self.now.get();
         while let Some(conn) = idle.pop() {
-            if conn.idle_for() < IDLE_TIMEOUT && conn.still_open() {
+            if conn.idle_for(now) < IDLE_TIMEOUT && conn.still_open() {
                 return Some(conn);
             }
         }
@@ -221,7 +240,8 @@ impl Upstreams {
     }
 
     /// Takes back a connection whose exchange ended cleanly.
-    fn give_back(&self, endpoint: SocketAddr, conn: Connection) {
+    fn give_back(&self, endpoint: SocketAddr, mut conn: Connection) {
+        conn.idle(self.now.get());
         let mut pool = self.http1.borrow_mut();
         let idle = pool.entry(endpoint).or_default();
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
@@ -233,8 +253,9 @@ impl Upstreams {
     /// that waited longer than [`IDLE_TIMEOUT`], and the pools left empty (endpoints
     /// gone from the config).
     pub(crate) fn sweep_idle(&self) {
+        let now = self.now.get();
         self.http1.borrow_mut().retain(|_, idle| {
-            idle.retain(|conn| conn.idle_for() < IDLE_TIMEOUT && conn.still_open());
+            idle.retain(|conn| conn.idle_for(now) < IDLE_TIMEOUT && conn.still_open());
             !idle.is_empty()
         });
     }
