@@ -111,29 +111,13 @@ impl Drop for DrainWatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    struct Counter(AtomicUsize);
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn counter() -> (Arc<Counter>, Waker) {
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&counter));
-        (counter, waker)
-    }
+    use crate::worker::counting_waker::WakeCount;
 
     #[test]
     fn watching_connections_are_woken_once_when_the_drain_starts() {
         let drain = Drain::default();
-        let (first, first_waker) = counter();
-        let (second, second_waker) = counter();
+        let (first, first_waker) = WakeCount::waker();
+        let (second, second_waker) = WakeCount::waker();
         let mut one = drain.watch();
         let mut two = drain.watch();
         let mut cx = Context::from_waker(&first_waker);
@@ -147,8 +131,8 @@ mod tests {
         assert_eq!(drain.slots.borrow().len(), 2);
         drain.start();
         drain.start();
-        assert_eq!(first.0.load(Ordering::SeqCst), 1);
-        assert_eq!(second.0.load(Ordering::SeqCst), 1);
+        assert_eq!(first.get(), 1);
+        assert_eq!(second.get(), 1);
         assert!(one.started());
         assert!(one.poll_started(&mut cx).is_ready());
         // A connection opened after the drain started sees it at once.
@@ -158,7 +142,7 @@ mod tests {
     #[test]
     fn a_closed_connection_gives_its_slot_back() {
         let drain = Drain::default();
-        let (woken, waker) = counter();
+        let (woken, waker) = WakeCount::waker();
         let mut cx = Context::from_waker(&waker);
         {
             let mut gone = drain.watch();
@@ -169,10 +153,6 @@ mod tests {
         assert_eq!(drain.slots.borrow().len(), 1, "the slot was reused");
         drop(next);
         drain.start();
-        assert_eq!(
-            woken.0.load(Ordering::SeqCst),
-            0,
-            "no connection was waiting"
-        );
+        assert_eq!(woken.get(), 0, "no connection was waiting");
     }
 }

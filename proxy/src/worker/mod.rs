@@ -14,6 +14,8 @@
 
 mod body;
 mod connection;
+#[cfg(test)]
+mod counting_waker;
 mod drain;
 mod headers;
 mod http1;

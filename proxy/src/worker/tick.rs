@@ -48,34 +48,23 @@ impl Ticks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    struct Counter(AtomicUsize);
-
-    impl Wake for Counter {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::worker::counting_waker::WakeCount;
 
     #[test]
     fn a_listed_task_is_woken_once_at_the_next_tick() {
         let ticks = Ticks::default();
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&counter));
+        let (counter, waker) = WakeCount::waker();
         let mut listing = TickListing::default();
         ticks.wake_next(&waker, &mut listing);
         ticks.wake_next(&waker, &mut listing);
-        assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+        assert_eq!(counter.get(), 0);
         ticks.advance();
         assert_eq!(ticks.now(), 1);
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "listed once per tick");
+        assert_eq!(counter.get(), 1, "listed once per tick");
         ticks.advance();
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "not listed again");
+        assert_eq!(counter.get(), 1, "not listed again");
         ticks.wake_next(&waker, &mut listing);
         ticks.advance();
-        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+        assert_eq!(counter.get(), 2);
     }
 }
