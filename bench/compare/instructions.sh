@@ -21,6 +21,7 @@
 # its worker; its config is run.sh's.
 #
 # Knobs: SECONDS_MEASURED=10, CONNS=16 (wrk connections), SKIP_BUILD=1,
+# CULVERT_BIN (the culvert binary to count; default the release build's),
 # CARGO_TARGET_DIR (default <repo>/target), SCENARIOS="h1 h1-close h2c h2tls".
 set -euo pipefail
 
@@ -125,7 +126,7 @@ measure() { # name "http h2c tls" ports scenario cmd...
 echo "| scenario | system | requests | instructions/req | L1i misses/req | L1d read misses/req | L1d write misses/req |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 for scenario in $SCENARIOS; do
-    measure culvert "18080 18082 18443" "$scenario" "$TARGET_DIR/release/culvert" serve \
+    measure culvert "18080 18082 18443" "$scenario" "${CULVERT_BIN:-$TARGET_DIR/release/culvert}" serve \
         --config "$RUN_DIR/culvert.json" --control 127.0.0.1:18081 --workers 1 \
         --no-access-log --drain-grace 1s
     measure nginx "18095 18097 18498" "$scenario" nginx -c "$RUN_DIR/nginx-proxy.conf" \

@@ -28,6 +28,8 @@
 #   ROUNDS=1           repeat every load run this many times; the report shows the
 #                      median of each column (3 or more recommended on a shared VM)
 #   SKIP_BUILD=1       use the binaries already in $CARGO_TARGET_DIR/release
+#   CULVERT_BIN        the culvert binary to measure (default $CARGO_TARGET_DIR/release/culvert;
+#                      scripts/build-pgo prints the path of a profile-guided build)
 #   CARGO_TARGET_DIR   default <repo>/target
 #   OUT                where the Markdown report is also written (default in the run dir)
 set -euo pipefail
@@ -143,7 +145,7 @@ build() {
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
             cargo build --release -p culvert-proxy -p culvert-bench --bins)
     fi
-    CULVERT=$TARGET_DIR/release/culvert
+    CULVERT=${CULVERT_BIN:-$TARGET_DIR/release/culvert}
     ECHO=$TARGET_DIR/release/culvert-echo
     [[ -x $CULVERT && -x $ECHO ]] || {
         log "missing $CULVERT or $ECHO"
@@ -399,6 +401,7 @@ report() {
     echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU"
     echo "- runs: $ROUNDS round(s), systems interleaved per scenario, medians reported; ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION"
     echo "- load average (other work on the machine) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- culvert binary: $CULVERT"
     echo "- versions: culvert $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- proxy router 2>/dev/null || echo '+dirty'), $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(haproxy -v 2>/dev/null | awk 'NR == 1 {print "HAProxy " $3}'), $(wrk -v 2>&1 | awk 'NR == 1 {print "wrk " $2}'), $(h2load --version 2>/dev/null | awk '{print $2}')"
     echo
     for scenario in h1 h1-close https https-close https-full h2c h2tls; do
