@@ -14,6 +14,7 @@
 #   CONNS=64 H2_CONNS=16 H2_STREAMS=16
 #   WORKERS=2          Culvert --workers (more than one makes every worker reconcile)
 #   SKIP_BUILD=1       use the binaries already in $CARGO_TARGET_DIR/release
+#   CULVERT_BIN        the culvert binary to run (default $CARGO_TARGET_DIR/release/culvert)
 #   CARGO_TARGET_DIR   default <repo>/target
 set -euo pipefail
 
@@ -159,7 +160,7 @@ main() {
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
             cargo build --release -p culvert-proxy -p culvert-bench --bins)
     fi
-    local culvert=$TARGET_DIR/release/culvert echo_bin=$TARGET_DIR/release/culvert-echo
+    local culvert=${CULVERT_BIN:-$TARGET_DIR/release/culvert} echo_bin=$TARGET_DIR/release/culvert-echo
     [[ -x $culvert && -x $echo_bin ]] || {
         log "missing $culvert or $echo_bin"
         exit 1
