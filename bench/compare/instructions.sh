@@ -53,12 +53,9 @@ sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@BACKEND_H2C
 start_bg backend 0 nginx -c "$RUN_DIR/backend.conf" -p "$RUN_DIR" -e "$RUN_DIR/backend.err"
 wait_http http://127.0.0.1:19001/ || { log "backend did not come up"; exit 1; }
 
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-    -keyout "$RUN_DIR/key.pem" -out "$RUN_DIR/cert.pem" 2>/dev/null
+make_localhost_cert "$RUN_DIR"
 cat "$RUN_DIR/cert.pem" "$RUN_DIR/key.pem" >"$RUN_DIR/haproxy.pem"
-sed -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18080#" -e "s#@H2C_PORT@#18082#" \
-    -e "s#@TLS_PORT@#18443#" -e "s#@CERT@#$RUN_DIR/cert.pem#" -e "s#@KEY@#$RUN_DIR/key.pem#" \
-    "$HERE/culvert.json.in" >"$RUN_DIR/culvert.json"
+render_culvert_config "$HERE/culvert.json.in" "$RUN_DIR/culvert.json" 127.0.0.1:19001 18080 18082 18443 "$RUN_DIR"
 sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18095#" \
     -e "s#@H2C_PORT@#18097#" -e "s#@TLS_PORT@#18498#" -e "s#@CERT@#$RUN_DIR/cert.pem#" \
     -e "s#@KEY@#$RUN_DIR/key.pem#" -e "s#@NGINX_TLS_RESUMPTION@##" \

@@ -118,3 +118,16 @@ install_missing() { # command:package...
     apt-get install -y --no-install-recommends "${want[@]}" >>"$RUN_DIR/apt.log" 2>&1 ||
         log "apt-get install failed; see $RUN_DIR/apt.log"
 }
+
+# A self-signed ECDSA P-256 certificate for localhost: cert.pem and key.pem in `dir`.
+make_localhost_cert() { # dir
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+        -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
+}
+
+# A Culvert config template (bench/compare/culvert.json.in) rendered for one backend,
+# its three listener ports and the certificate make_localhost_cert wrote in `cert_dir`.
+render_culvert_config() { # template out backend http_port h2c_port tls_port cert_dir
+    sed -e "s#@BACKEND@#$3#" -e "s#@HTTP_PORT@#$4#" -e "s#@H2C_PORT@#$5#" \
+        -e "s#@TLS_PORT@#$6#" -e "s#@CERT@#$7/cert.pem#" -e "s#@KEY@#$7/key.pem#" "$1" >"$2"
+}
