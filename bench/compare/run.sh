@@ -21,6 +21,9 @@
 #                      resumes its session on each new connection); off: nginx and
 #                      HAProxy refuse resumption (Culvert cannot be told to), for
 #                      looking at nginx/HAProxy alone. https-full never resumes either way.
+#   DEFER_ACCEPT=on    on: nginx listens with `deferred` and HAProxy binds with
+#                      `defer-accept`, the TCP_DEFER_ACCEPT that Culvert's listeners
+#                      always set on Linux; off: their defaults (accept on the handshake)
 #   SYSTEMS="direct culvert nginx haproxy"
 #   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls idle"
 #   FULL_PROCS=8       parallel `openssl s_time -new` clients for https-full
@@ -45,6 +48,7 @@ H2_STREAMS=${H2_STREAMS:-16}
 IDLE_CONNS=${IDLE_CONNS:-1000}
 BACKEND=${BACKEND:-nginx}
 TLS_RESUMPTION=${TLS_RESUMPTION:-on}
+DEFER_ACCEPT=${DEFER_ACCEPT:-on}
 SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
 SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls idle}
 FULL_PROCS=${FULL_PROCS:-8}
@@ -174,6 +178,10 @@ render() { # template output
     else
         nginx_tls='' haproxy_global='' haproxy_bind=''
     fi
+    local nginx_listen='' haproxy_listen=''
+    if [[ $DEFER_ACCEPT == on ]]; then
+        nginx_listen=' deferred' haproxy_listen=' defer-accept'
+    fi
     local text
     text=$(<"$1")
     text=${text//@RUN@/$RUN_DIR}
@@ -188,6 +196,8 @@ render() { # template output
     text=${text//@NGINX_TLS_RESUMPTION@/$nginx_tls}
     text=${text//@HAPROXY_TLS_GLOBAL@/$haproxy_global}
     text=${text//@HAPROXY_TLS_BIND@/$haproxy_bind}
+    text=${text//@NGINX_LISTEN@/$nginx_listen}
+    text=${text//@HAPROXY_BIND@/$haproxy_listen}
     printf '%s\n' "$text" >"$2"
 }
 
@@ -399,7 +409,7 @@ report() {
     echo
     echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
     echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU"
-    echo "- runs: $ROUNDS round(s), systems interleaved per scenario, medians reported; ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION"
+    echo "- runs: $ROUNDS round(s), systems interleaved per scenario, medians reported; ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION; deferred accept on nginx/HAProxy: $DEFER_ACCEPT"
     echo "- load average (other work on the machine) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- culvert binary: $CULVERT"
     echo "- versions: culvert $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- proxy router 2>/dev/null || echo '+dirty'), $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(haproxy -v 2>/dev/null | awk 'NR == 1 {print "HAProxy " $3}'), $(wrk -v 2>&1 | awk 'NR == 1 {print "wrk " $2}'), $(h2load --version 2>/dev/null | awk '{print $2}')"

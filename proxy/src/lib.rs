@@ -1,7 +1,6 @@
 //! Culvert's data plane.
 //!
-//! This crate owns everything that touches a socket on the request path. Today that
-//! is a first slice:
+//! This crate owns everything that touches a socket on the request path:
 //!
 //! - [`Server`] (`server/`): starts a whole data plane from a [`ServeConfig`] and
 //!   stops it. Start reading here.
@@ -9,19 +8,20 @@
 //!   `culvert_router::RouteTable` plus config version and content hash, swapped in
 //!   with one `arc-swap` store; a refused config leaves the old one serving.
 //! - `worker/`: thread-per-core workers, each a tokio current-thread runtime with
-//!   its own SO_REUSEPORT listeners and upstream HTTP/1.1 keep-alive pool; they serve
-//!   HTTP/1.1 and forward with streamed bodies, and reconcile their listeners when
-//!   a snapshot changes the set.
+//!   its own SO_REUSEPORT listeners and upstream keep-alive pools; they serve
+//!   HTTP/1.1, HTTP/2, h2c, gRPC, WebSocket and TLS, forward with streamed bodies,
+//!   and reconcile their listeners when a snapshot changes the set.
 //! - `control/`: the config API (`PUT`/`GET /config`, `/healthz`, `/readyz`) on its
 //!   own thread, with an optional bearer token.
 //!
 //! Routing decisions are never made here: every request calls
 //! `culvert_router::RouteTable::route` on the snapshot it loaded once.
 //!
-//! Still to come: TLS (listeners and control port), HTTP/2, gRPC, WebSocket, retries,
-//! mirrors, CORS, metrics, access logs and graceful drain. The crate also builds the
-//! `culvert` binary (`src/main.rs`, commands in `src/cli/`).
-#![forbid(unsafe_code)]
+//! The crate also builds the `culvert` binary (`src/main.rs`, commands in `src/cli/`).
+//!
+//! No `unsafe` but one audited socket option (`worker::listen`), which socket2 does
+//! not cover.
+#![deny(unsafe_code)]
 
 mod access_log;
 mod control;

@@ -114,7 +114,7 @@ pub(super) fn spawn(
     } else {
         bound
     };
-    // TCP_NODELAY comes from the listening socket (see `bind_reuseport`).
+    // TCP_NODELAY comes from the listening socket (see `listen::bind`).
     let tls = worker
         .cell()
         .load()

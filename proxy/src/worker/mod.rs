@@ -19,6 +19,7 @@ mod counting_waker;
 mod drain;
 mod headers;
 mod http1;
+mod listen;
 mod outgoing;
 mod proxy;
 mod record;
@@ -35,7 +36,6 @@ use std::rc::Rc;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpListener;
 use tokio::runtime::LocalOptions;
 use tokio::sync::{oneshot, watch};
@@ -48,9 +48,6 @@ use culvert_connector::io::{Tunnel, TunnelHandler};
 pub(crate) use headers::Forwarding;
 pub(crate) use proxy::Worker;
 use tunnel::TunnelEntry;
-
-/// Pending connections per listening socket.
-const BACKLOG: i32 = 1024;
 
 /// The channels a worker thread is driven by.
 pub(crate) struct WorkerChannels {
@@ -227,7 +224,7 @@ impl Listeners {
             if self.open.contains_key(&addr) {
                 continue;
             }
-            match bind_reuseport(addr) {
+            match listen::bind(addr) {
                 Ok(listener) => {
                     let (stop, stopped) = oneshot::channel();
                     let task = tokio::task::spawn_local(accept_loop(
@@ -252,28 +249,6 @@ impl Listeners {
             let _ = task.await;
         }
     }
-}
-
-/// A non-blocking listening socket on `addr` with SO_REUSEADDR and SO_REUSEPORT, so
-/// every worker can bind the same address and the kernel spreads connections, and
-/// with TCP_NODELAY, which Linux copies to every accepted socket (no setsockopt per
-/// connection; checked by a test).
-fn bind_reuseport(addr: SocketAddr) -> Result<TcpListener, Error> {
-    let bind = |addr: SocketAddr| -> std::io::Result<TcpListener> {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_reuse_address(true)?;
-        #[cfg(unix)]
-        socket.set_reuse_port(true)?;
-        if addr.is_ipv6() {
-            socket.set_only_v6(true)?;
-        }
-        socket.set_nonblocking(true)?;
-        socket.set_tcp_nodelay(true)?;
-        socket.bind(&addr.into())?;
-        socket.listen(BACKLOG)?;
-        TcpListener::from_std(socket.into())
-    };
-    bind(addr).map_err(|source| Error::Bind { addr, source })
 }
 
 /// Accepts until `stop` fires (its sender is dropped), then drops the socket.

@@ -1,6 +1,8 @@
 use super::headers::{Forwarding, Hop, IpText, request_host, strip_hop_by_hop};
 use super::proxy::splitmix64;
 use http::{HeaderMap, HeaderValue};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 #[test]
 fn hop_by_hop_headers_and_connection_tokens_are_removed() {
@@ -202,9 +204,31 @@ fn the_routed_host_is_one_validated_value() {
 
 #[tokio::test]
 async fn accepted_sockets_inherit_nodelay_from_the_listener() {
-    let listener = super::bind_reuseport("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = super::listen::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let addr = listener.local_addr().unwrap();
-    let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    client.write_all(b"G").await.unwrap();
     let (accepted, _) = listener.accept().await.unwrap();
     assert!(accepted.nodelay().unwrap());
+}
+
+/// A client that has connected but sent nothing is held by the kernel; its first
+/// bytes hand it over.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn connections_are_accepted_once_their_first_bytes_are_in() {
+    let listener = super::listen::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    assert!(super::listen::defer_accept::get(&listener).unwrap() > 0);
+    let addr = listener.local_addr().unwrap();
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let early = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(early.is_err(), "accepted before the client sent anything");
+    client.write_all(b"GET").await.unwrap();
+    let (mut accepted, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
+        .await
+        .expect("accepted once bytes arrived")
+        .unwrap();
+    let mut first = [0; 3];
+    accepted.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"GET");
 }
