@@ -25,7 +25,15 @@
 #                      `defer-accept`, the TCP_DEFER_ACCEPT that Culvert's listeners
 #                      always set on Linux; off: their defaults (accept on the handshake)
 #   SYSTEMS="direct culvert nginx haproxy"
-#   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls idle"
+#   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls h1-close-open
+#              https-close-open idle"
+#   OPEN_RATES_PLAIN="5000 10000"      h1-close-open: connections started per second
+#   OPEN_RATES_TLS="1000 2000 3000"    https-close-open: the same over TLS (resumed)
+#                      The -open scenarios are open loop (culvert-load): connections
+#                      start on a fixed schedule whatever the answers do, so every
+#                      system gets the same load and the latencies compare at it; each
+#                      rate is its own row (e.g. https-close-open@2000). Latency there
+#                      runs from connect to the response's last byte.
 #   FULL_PROCS=8       parallel `openssl s_time -new` clients for https-full
 #   PROXY_CPU=1 LOAD_CPU=0 BACKEND_CPU=$LOAD_CPU
 #   ROUNDS=1           repeat every load run this many times; the report shows the
@@ -50,7 +58,9 @@ BACKEND=${BACKEND:-nginx}
 TLS_RESUMPTION=${TLS_RESUMPTION:-on}
 DEFER_ACCEPT=${DEFER_ACCEPT:-on}
 SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
-SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls idle}
+SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls h1-close-open https-close-open idle}
+OPEN_RATES_PLAIN=${OPEN_RATES_PLAIN:-5000 10000}
+OPEN_RATES_TLS=${OPEN_RATES_TLS:-1000 2000 3000}
 FULL_PROCS=${FULL_PROCS:-8}
 ROUNDS=${ROUNDS:-1}
 ROUND=1
@@ -105,6 +115,19 @@ install_tools() {
 
 have() { [[ " ${MISSING[*]} " != *" $1 "* ]]; }
 
+# The load runs SCENARIOS asks for, in order: each open-loop scenario once per rate.
+load_scenarios() {
+    local scenario rate
+    for scenario in $SCENARIOS; do
+        case $scenario in
+        idle) ;;
+        h1-close-open) for rate in $OPEN_RATES_PLAIN; do echo "h1-close-open@$rate"; done ;;
+        https-close-open) for rate in $OPEN_RATES_TLS; do echo "https-close-open@$rate"; done ;;
+        *) echo "$scenario" ;;
+        esac
+    done
+}
+
 # Whether a system can run here (Culvert is built, the others are installed tools).
 runnable() { [[ $1 == direct || $1 == culvert ]] || have "$1"; }
 
@@ -151,6 +174,7 @@ build() {
     fi
     CULVERT=${CULVERT_BIN:-$TARGET_DIR/release/culvert}
     ECHO=$TARGET_DIR/release/culvert-echo
+    LOAD=$TARGET_DIR/release/culvert-load
     [[ -x $CULVERT && -x $ECHO ]] || {
         log "missing $CULVERT or $ECHO"
         exit 1
@@ -267,19 +291,32 @@ measure() { # system scenario proxy_pid
     h2c) tool=h2load port=$H2C_PORT ;;
     h2tls) tool=h2load scheme=https port=$TLS_PORT ;;
     https-full) tool=openssl scheme=https port=$TLS_PORT ;;
+    h1-close-open@*) tool=culvert-load ;;
+    https-close-open@*) tool=culvert-load scheme=https port=$TLS_PORT ;;
     esac
     if [[ $system == direct ]]; then
         port=$BACKEND_PORT
         if [[ $scenario == h2c ]]; then port=$(direct_h2c_port); fi
     fi
     url="$scheme://127.0.0.1:$port/"
-    if ! have "$tool"; then
+    if [[ $tool != culvert-load ]] && ! have "$tool"; then
         printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$tool" >>"$RESULTS"
         return
     fi
 
     local c0 c1 b0 b1 requests rps p50 p99 errors
-    if [[ $tool == openssl ]]; then
+    if [[ $tool == culvert-load ]]; then
+        local rate=${scenario##*@} result
+        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$WARMUP" --warmup 0 >/dev/null 2>&1 || true
+        c0=$(cpu_ticks "$ppid") b0=$(cpu_ticks "$BACKEND_PID")
+        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$DURATION" --warmup 0 >"$out" 2>&1 || true
+        c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
+        result=$(awk '$1 == "result"' "$out")
+        value() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$result"; }
+        requests=$(value ok) p50=$(value p50_ms) p99=$(value p99_ms)
+        errors=$(($(value failed) + $(value bad_status) + $(value skipped)))
+        rps=$(awk -v n="$requests" -v d="$DURATION" 'BEGIN { printf "%.1f", n / d }')
+    elif [[ $tool == openssl ]]; then
         # wrk and h2load keep their TLS session across reconnects, so a new connection
         # is an abbreviated handshake; `s_time -new` never offers a session, so every
         # connection is a full handshake. Each s_time is one connection at a time
@@ -414,8 +451,7 @@ report() {
     echo "- culvert binary: $CULVERT"
     echo "- versions: culvert $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- proxy router 2>/dev/null || echo '+dirty'), $(nginx -v 2>&1 | sed 's/^nginx version: //'), $(haproxy -v 2>/dev/null | awk 'NR == 1 {print "HAProxy " $3}'), $(wrk -v 2>&1 | awk 'NR == 1 {print "wrk " $2}'), $(h2load --version 2>/dev/null | awk '{print $2}')"
     echo
-    for scenario in h1 h1-close https https-close https-full h2c h2tls; do
-        [[ " $SCENARIOS " == *" $scenario "* ]] || continue
+    for scenario in $(load_scenarios); do
         case $scenario in
         h1) title="HTTP/1.1 keep-alive (wrk)" ;;
         h1-close) title="HTTP/1.1, new connection per request (wrk, Connection: close)" ;;
@@ -424,6 +460,8 @@ report() {
         https-full) title="HTTPS, full TLS handshake per request (openssl s_time -new x$FULL_PROCS; p50 column = mean)" ;;
         h2c) title="h2c, prior knowledge (h2load)" ;;
         h2tls) title="HTTP/2 over TLS (h2load, ALPN h2)" ;;
+        h1-close-open@*) title="HTTP/1.1, new connection per request, open loop at ${scenario##*@} connections/s (culvert-load; latency from connect to last byte)" ;;
+        https-close-open@*) title="HTTPS, new TLS connection per request, session resumed, open loop at ${scenario##*@} connections/s (culvert-load; latency from connect to last byte)" ;;
         esac
         echo "## $title"
         echo
@@ -552,8 +590,7 @@ main() {
     # instead of landing on whichever system ran last.
     local system scenario
     for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
-        for scenario in $SCENARIOS; do
-            [[ $scenario == idle ]] && continue
+        for scenario in $(load_scenarios); do
             for system in $SYSTEMS; do
                 if ! runnable "$system"; then
                     ((ROUND == 1)) && printf '%s\t%s\tnot run: %s missing\n' "$system" "$scenario" "$system" >>"$RESULTS"

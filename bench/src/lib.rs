@@ -1,7 +1,8 @@
 //! Culvert's cross-crate benchmarks and load tooling.
 //!
-//! This crate will hold the load generator, the echo backend shared by integration
-//! tests and load runs, and the side-by-side comparisons against nginx and HAProxy.
+//! This crate holds the echo backend shared by integration tests and load runs, the
+//! open-loop load generator `culvert-load` (`src/bin/culvert-load/`), and the
+//! side-by-side comparisons against nginx and HAProxy (`compare/`, scripts).
 //! Router micro-benchmarks live with the router in `router/benches/`.
 //!
 //! The shipped binary depends on the echo backend only for `culvert conformance
@@ -11,12 +12,13 @@
 //! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
 //! "Echo backend contract" of `control-lite/tests/conformance/README.md`: a JSON echo
 //! of each request in upstream `echo-basic`'s shape, `?delay=`, the `/retry/` prefix,
-//! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. The load generator
-//! and peer comparisons are still to come.
+//! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. [`tls`] has the
+//! certificate check that loopback clients use.
 #![forbid(unsafe_code)]
 
 pub mod echo;
 mod error;
+pub mod tls;
 
 pub use echo::{EchoBackend, EchoConfig, EchoProtocol, SeenRequest};
 pub use error::Error;
