@@ -173,6 +173,18 @@ fn parse_head(buf: &[u8]) -> Result<Option<(u16, BodyEnd)>, ExchangeError> {
 mod tests {
     use super::*;
 
+    /// What a test server reads: a request head, up to its blank line.
+    async fn read_request_head<S: AsyncRead + Unpin>(stream: &mut S) -> Vec<u8> {
+        let mut seen = Vec::new();
+        let mut buf = [0; 1024];
+        while !seen.ends_with(b"\r\n\r\n") {
+            let read = stream.read(&mut buf).await.unwrap();
+            assert!(read > 0, "the client closed before its head ended");
+            seen.extend_from_slice(&buf[..read]);
+        }
+        seen
+    }
+
     #[test]
     fn heads_give_the_status_and_where_the_body_ends() {
         let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel";
@@ -198,13 +210,7 @@ mod tests {
         let target = listener.local_addr().unwrap();
         let server = tokio::spawn(async move {
             let (mut stream, _) = listener.accept().await.unwrap();
-            let mut seen = Vec::new();
-            let mut buf = [0; 1024];
-            while !seen.ends_with(b"\r\n\r\n") {
-                let read = stream.read(&mut buf).await.unwrap();
-                assert!(read > 0);
-                seen.extend_from_slice(&buf[..read]);
-            }
+            let seen = read_request_head(&mut stream).await;
             stream
                 .write_all(b"HTTP/1.1 201 Created\r\nContent-Length: 10\r\n\r\n01234")
                 .await
@@ -274,13 +280,7 @@ mod tests {
             loop {
                 let (tcp, _) = listener.accept().await.unwrap();
                 let mut tls = acceptor.accept(tcp).await.unwrap();
-                let mut seen = Vec::new();
-                let mut buf = [0; 1024];
-                while !seen.ends_with(b"\r\n\r\n") {
-                    let read = tls.read(&mut buf).await.unwrap();
-                    assert!(read > 0);
-                    seen.extend_from_slice(&buf[..read]);
-                }
+                read_request_head(&mut tls).await;
                 tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                     .await
                     .unwrap();
