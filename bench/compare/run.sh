@@ -175,8 +175,8 @@ build() {
     CULVERT=${CULVERT_BIN:-$TARGET_DIR/release/culvert}
     ECHO=$TARGET_DIR/release/culvert-echo
     LOAD=$TARGET_DIR/release/culvert-load
-    [[ -x $CULVERT && -x $ECHO ]] || {
-        log "missing $CULVERT or $ECHO"
+    [[ -x $CULVERT && -x $ECHO && -x $LOAD ]] || {
+        log "missing $CULVERT, $ECHO or $LOAD"
         exit 1
     }
 }
@@ -304,7 +304,7 @@ measure() { # system scenario proxy_pid
         return
     fi
 
-    local c0 c1 b0 b1 requests rps p50 p99 errors
+    local c0 c1 b0 b1 requests="" rps p50 p99 errors
     if [[ $tool == culvert-load ]]; then
         local rate=${scenario##*@} result
         taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$WARMUP" --warmup 0 >/dev/null 2>&1 || true
@@ -312,10 +312,13 @@ measure() { # system scenario proxy_pid
         taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$DURATION" --warmup 0 >"$out" 2>&1 || true
         c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
         result=$(awk '$1 == "result"' "$out")
-        value() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$result"; }
-        requests=$(value ok) p50=$(value p50_ms) p99=$(value p99_ms)
-        errors=$(($(value failed) + $(value bad_status) + $(value skipped)))
-        rps=$(awk -v n="$requests" -v d="$DURATION" 'BEGIN { printf "%.1f", n / d }')
+        if [[ -n $result ]]; then
+            requests=$(result_field ok "$result") p50=$(result_field p50_ms "$result")
+            p99=$(result_field p99_ms "$result")
+            errors=$(($(result_field failed "$result") + $(result_field bad_status "$result") +
+                $(result_field skipped "$result")))
+            rps=$(awk -v n="$requests" -v d="$DURATION" 'BEGIN { printf "%.1f", n / d }')
+        fi
     elif [[ $tool == openssl ]]; then
         # wrk and h2load keep their TLS session across reconnects, so a new connection
         # is an abbreviated handshake; `s_time -new` never offers a session, so every
@@ -391,6 +394,11 @@ measure() { # system scenario proxy_pid
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$system" "$scenario" "$rps" "$p50" "$p99" \
         "$proxy_us" "$proxy_pct" "$backend_us" "$errors" >>"$RESULTS"
     log "$system $scenario: $rps req/s, p50 ${p50}ms p99 ${p99}ms, ${proxy_us}us/req, errors $errors"
+}
+
+# The value of `key` in culvert-load's `result key=value ...` line.
+result_field() { # key line
+    sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"
 }
 
 direct_h2c_port() {
