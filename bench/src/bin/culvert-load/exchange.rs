@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
 /// Most bytes of a response head read before it counts as malformed.
@@ -30,6 +31,9 @@ pub(crate) struct Answer {
     pub(crate) status: u16,
     /// The TLS handshake resumed an earlier session.
     pub(crate) resumed: bool,
+    /// When the request started to go out, after the connect and any handshake:
+    /// where wrk starts its clock.
+    pub(crate) sent: Instant,
 }
 
 /// Why an exchange failed.
@@ -61,10 +65,11 @@ pub(crate) async fn exchange(
     tcp.set_nodelay(true).map_err(ExchangeError::Connect)?;
     match transport {
         Transport::Plain => {
-            let status = request_on(tcp, request).await?;
+            let (status, sent) = request_on(tcp, request).await?;
             Ok(Answer {
                 status,
                 resumed: false,
+                sent,
             })
         }
         Transport::Tls { connector, name } => {
@@ -73,22 +78,29 @@ pub(crate) async fn exchange(
                 .await
                 .map_err(ExchangeError::Handshake)?;
             let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-            let status = request_on(tls, request).await?;
-            Ok(Answer { status, resumed })
+            let (status, sent) = request_on(tls, request).await?;
+            Ok(Answer {
+                status,
+                resumed,
+                sent,
+            })
         }
     }
 }
 
-async fn request_on<S>(mut stream: S, request: &[u8]) -> Result<u16, ExchangeError>
+/// Sends the request and reads the response: its status, and when the request
+/// started to go out.
+async fn request_on<S>(mut stream: S, request: &[u8]) -> Result<(u16, Instant), ExchangeError>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let sent = Instant::now();
     stream
         .write_all(request)
         .await
         .map_err(ExchangeError::Send)?;
     stream.flush().await.map_err(ExchangeError::Send)?;
-    read_response(&mut stream).await
+    Ok((read_response(&mut stream).await?, sent))
 }
 
 /// How the end of a response body is found.
@@ -222,6 +234,7 @@ mod tests {
             seen
         });
         let request = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let before = Instant::now();
         let answer = tokio::time::timeout(
             std::time::Duration::from_secs(5),
             exchange(target, &Transport::Plain, request),
@@ -229,13 +242,11 @@ mod tests {
         .await
         .expect("done at the length, not at the close")
         .unwrap();
-        assert_eq!(
-            answer,
-            Answer {
-                status: 201,
-                resumed: false
-            }
-        );
+        assert_eq!((answer.status, answer.resumed), (201, false));
+        // The request went out after the connect, and the answer took the server's
+        // 20 ms pause after that.
+        assert!(answer.sent >= before);
+        assert!(answer.sent.elapsed() >= std::time::Duration::from_millis(20));
         server.abort();
 
         let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,16 +1,19 @@
-//! `culvert-load`: an open-loop load generator for runs with a new connection per
-//! request, over TCP or TLS with session resumption.
+//! `culvert-load`: a load generator for runs with a new connection per request, over
+//! TCP or TLS with session resumption.
 //!
-//! Connections start at a fixed rate however fast the answers come, so a server that
-//! falls behind shows as latency instead of slowing the load down (wrk's closed loop
-//! lets a slow server, or a load generator short of CPU, set the pace). Each
-//! connection sends one `GET` with `Connection: close` and reads the whole response;
-//! its latency runs from the connect call to the response's last byte, so the TCP
-//! and TLS handshakes are inside it (wrk starts its clock after them).
+//! Open loop (`--rate`): connections start at a fixed rate however fast the answers
+//! come, so a server that falls behind shows as latency instead of slowing the load
+//! down (wrk's closed loop lets a slow server, or a load generator short of CPU, set
+//! the pace). Closed loop (`--connections`): wrk's model, a fixed number of
+//! connections each followed by the next. Each connection sends one `GET` with
+//! `Connection: close` and reads the whole response; its latency runs from the
+//! connect call to the response's last byte, so the TCP and TLS handshakes are inside
+//! it. wrk starts its clock after them, when the request goes out; that latency is
+//! reported too, for comparing with wrk's.
 //!
 //! ```text
-//! culvert-load --url URL --rate N --duration SECS [--warmup SECS] [--ca PEM]
-//!              [--server-name NAME] [--timeout SECS]
+//! culvert-load --url URL (--rate N | --connections N) --duration SECS
+//!              [--warmup SECS] [--ca PEM] [--server-name NAME] [--timeout SECS]
 //! ```
 //!
 //! Prints a summary, then one `result` line of `key=value` pairs for scripts.

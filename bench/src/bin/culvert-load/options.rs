@@ -4,8 +4,12 @@ use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(crate) const USAGE: &str = "usage: culvert-load --url http[s]://HOST:PORT/PATH --rate N \
---duration SECS [--warmup SECS] [--ca PEM] [--server-name NAME] [--timeout SECS]";
+pub(crate) const USAGE: &str = "usage: culvert-load --url http[s]://HOST:PORT/PATH \
+(--rate N | --connections N) --duration SECS [--warmup SECS] [--ca PEM] [--server-name NAME] \
+[--timeout SECS]";
+
+/// Most connections a closed loop keeps open at once.
+const MAX_CONNECTIONS: usize = 8192;
 
 /// What one run does.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,14 +22,24 @@ pub(crate) struct Options {
     pub(crate) host: String,
     /// The request target sent (path and query).
     pub(crate) path: String,
-    /// Connections started per second.
-    pub(crate) rate: f64,
+    /// When connections start.
+    pub(crate) pace: Pace,
     /// How long connections are started for and counted.
     pub(crate) duration: Duration,
     /// How long connections are started for before counting begins.
     pub(crate) warmup: Duration,
     /// Longest one connection may take before it counts as failed.
     pub(crate) timeout: Duration,
+}
+
+/// When connections start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Pace {
+    /// Open loop: this many connections started per second, whatever the answers do.
+    Rate(f64),
+    /// Closed loop: this many connections at a time, each followed by the next as soon
+    /// as it ends (wrk's model, with the handshakes inside the latency).
+    Connections(usize),
 }
 
 /// How a TLS connection is made.
@@ -41,14 +55,18 @@ pub(crate) struct TlsOptions {
 impl Options {
     /// Reads the flags.
     pub(crate) fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
-        let (mut url, mut rate, mut duration) = (None, None, None);
+        let (mut url, mut pace, mut duration) = (None, None, None);
         let (mut warmup, mut timeout) = (Duration::from_secs(1), Duration::from_secs(10));
         let (mut ca, mut server_name) = (None, None);
         while let Some(flag) = args.next() {
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             match flag.as_str() {
                 "--url" => url = Some(value),
-                "--rate" => rate = Some(positive(&flag, &value)?),
+                "--rate" | "--connections" if pace.is_some() => {
+                    return Err("give one of --rate and --connections".to_owned());
+                }
+                "--rate" => pace = Some(Pace::Rate(positive(&flag, &value)?)),
+                "--connections" => pace = Some(Pace::Connections(count(&flag, &value)?)),
                 "--duration" => duration = Some(seconds(&flag, &value)?),
                 "--warmup" => warmup = seconds(&flag, &value)?,
                 "--timeout" => timeout = seconds(&flag, &value)?,
@@ -58,7 +76,7 @@ impl Options {
             }
         }
         let url = url.ok_or("--url is required")?;
-        let rate = rate.ok_or("--rate is required")?;
+        let pace = pace.ok_or("--rate or --connections is required")?;
         let duration = duration.ok_or("--duration is required")?;
         let (https, authority, path) = split_url(&url)?;
         let target = authority
@@ -75,7 +93,7 @@ impl Options {
             tls,
             host: authority.to_owned(),
             path: path.to_owned(),
-            rate,
+            pace,
             duration,
             warmup,
             timeout,
@@ -117,6 +135,15 @@ fn positive(flag: &str, value: &str) -> Result<f64, String> {
     }
 }
 
+fn count(flag: &str, value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(number) if (1..=MAX_CONNECTIONS).contains(&number) => Ok(number),
+        _ => Err(format!(
+            "{flag}: {value} is not a count from 1 to {MAX_CONNECTIONS}"
+        )),
+    }
+}
+
 fn seconds(flag: &str, value: &str) -> Result<Duration, String> {
     let value = value.strip_suffix('s').unwrap_or(value);
     match value.parse::<f64>() {
@@ -147,7 +174,7 @@ mod tests {
         assert_eq!(options.target, "127.0.0.1:18443".parse().unwrap());
         assert_eq!(options.host, "127.0.0.1:18443");
         assert_eq!(options.path, "/a?b=c");
-        assert!((options.rate - 2500.0).abs() < f64::EPSILON);
+        assert_eq!(options.pace, Pace::Rate(2500.0));
         assert_eq!(options.duration, Duration::from_secs(5));
         assert_eq!(options.warmup, Duration::from_secs(1));
         let tls = options.tls.unwrap();
@@ -157,8 +184,8 @@ mod tests {
         let named = parse(&[
             "--url",
             "https://127.0.0.1:1",
-            "--rate",
-            "1",
+            "--connections",
+            "64",
             "--duration",
             "1",
             "--server-name",
@@ -168,6 +195,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(named.path, "/");
+        assert_eq!(named.pace, Pace::Connections(64));
         let tls = named.tls.unwrap();
         assert_eq!(tls.server_name, "bench.localhost");
         assert_eq!(tls.ca, Some(PathBuf::from("/tmp/ca.pem")));
@@ -179,7 +207,31 @@ mod tests {
             (&["--rate", "1", "--duration", "1"], "--url is required"),
             (
                 &["--url", "http://127.0.0.1:1/", "--duration", "1"],
-                "--rate",
+                "--rate or --connections",
+            ),
+            (
+                &[
+                    "--url",
+                    "http://127.0.0.1:1/",
+                    "--rate",
+                    "1",
+                    "--connections",
+                    "1",
+                    "--duration",
+                    "1",
+                ],
+                "one of",
+            ),
+            (
+                &[
+                    "--url",
+                    "http://127.0.0.1:1/",
+                    "--connections",
+                    "0",
+                    "--duration",
+                    "1",
+                ],
+                "count from 1",
             ),
             (
                 &["--url", "ftp://x:1/", "--rate", "1", "--duration", "1"],

@@ -29,6 +29,10 @@ impl Sorted {
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Milliseconds with microsecond precision, for the report.
