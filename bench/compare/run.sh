@@ -13,7 +13,7 @@
 # Knobs (environment):
 #   DURATION=10        seconds of each measured run (a WARMUP run precedes it)
 #   WARMUP=2           seconds of the warm-up run before each measured run
-#   CONNS=64           wrk connections (HTTP/1.1 scenarios)
+#   CONNS=64           wrk connections (HTTP/1.1 scenarios), and the -conn closed loops
 #   H2_CONNS=16 H2_STREAMS=16   h2load connections and concurrent streams each
 #   IDLE_CONNS=1000    connections held open by the idle-memory scenario
 #   BACKEND=nginx      nginx (static 200) or echo (culvert-echo); see bench/README.md
@@ -25,8 +25,8 @@
 #                      `defer-accept`, the TCP_DEFER_ACCEPT that Culvert's listeners
 #                      always set on Linux; off: their defaults (accept on the handshake)
 #   SYSTEMS="direct culvert nginx haproxy"
-#   SCENARIOS="h1 h1-close https https-close https-full h2c h2tls h1-close-open
-#              https-close-open idle"
+#   SCENARIOS="h1 h1-close h1-close-conn https https-close https-close-conn https-full
+#              h2c h2tls h1-close-open https-close-open idle"
 #   OPEN_RATES_PLAIN="5000 10000"      h1-close-open: connections started per second
 #   OPEN_RATES_TLS="1000 2000 3000"    https-close-open: the same over TLS (resumed)
 #                      The -open scenarios are open loop (culvert-load): connections
@@ -34,6 +34,10 @@
 #                      system gets the same load and the latencies compare at it; each
 #                      rate is its own row (e.g. https-close-open@2000). Latency there
 #                      runs from connect to the response's last byte.
+#                      The -conn scenarios are wrk's closed loop (CONNS connections,
+#                      each followed by the next) run by culvert-load, so that their
+#                      latency also runs from connect to last byte: wrk's clock starts
+#                      only after the connect and the TLS handshake.
 #   FULL_PROCS=8       parallel `openssl s_time -new` clients for https-full
 #   PROXY_CPU=1 LOAD_CPU=0 BACKEND_CPU=$LOAD_CPU
 #   ROUNDS=1           repeat every load run this many times; the report shows the
@@ -58,7 +62,7 @@ BACKEND=${BACKEND:-nginx}
 TLS_RESUMPTION=${TLS_RESUMPTION:-on}
 DEFER_ACCEPT=${DEFER_ACCEPT:-on}
 SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
-SCENARIOS=${SCENARIOS:-h1 h1-close https https-close https-full h2c h2tls h1-close-open https-close-open idle}
+SCENARIOS=${SCENARIOS:-h1 h1-close h1-close-conn https https-close https-close-conn https-full h2c h2tls h1-close-open https-close-open idle}
 OPEN_RATES_PLAIN=${OPEN_RATES_PLAIN:-5000 10000}
 OPEN_RATES_TLS=${OPEN_RATES_TLS:-1000 2000 3000}
 FULL_PROCS=${FULL_PROCS:-8}
@@ -291,8 +295,8 @@ measure() { # system scenario proxy_pid
     h2c) tool=h2load port=$H2C_PORT ;;
     h2tls) tool=h2load scheme=https port=$TLS_PORT ;;
     https-full) tool=openssl scheme=https port=$TLS_PORT ;;
-    h1-close-open@*) tool=culvert-load ;;
-    https-close-open@*) tool=culvert-load scheme=https port=$TLS_PORT ;;
+    h1-close-open@* | h1-close-conn) tool=culvert-load ;;
+    https-close-open@* | https-close-conn) tool=culvert-load scheme=https port=$TLS_PORT ;;
     esac
     if [[ $system == direct ]]; then
         port=$BACKEND_PORT
@@ -306,10 +310,11 @@ measure() { # system scenario proxy_pid
 
     local c0 c1 b0 b1 requests="" rps p50 p99 errors
     if [[ $tool == culvert-load ]]; then
-        local rate=${scenario##*@} result
-        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$WARMUP" --warmup 0 >/dev/null 2>&1 || true
+        local pace=(--connections "$CONNS") result
+        if [[ $scenario == *@* ]]; then pace=(--rate "${scenario##*@}"); fi
+        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" "${pace[@]}" --duration "$WARMUP" --warmup 0 >/dev/null 2>&1 || true
         c0=$(cpu_ticks "$ppid") b0=$(cpu_ticks "$BACKEND_PID")
-        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" --rate "$rate" --duration "$DURATION" --warmup 0 >"$out" 2>&1 || true
+        taskset -c "$LOAD_CPU" "$LOAD" --url "$url" "${pace[@]}" --duration "$DURATION" --warmup 0 >"$out" 2>&1 || true
         c1=$(cpu_ticks "$ppid") b1=$(cpu_ticks "$BACKEND_PID")
         result=$(awk '$1 == "result"' "$out")
         if [[ -n $result ]]; then
@@ -462,9 +467,11 @@ report() {
     for scenario in $(load_scenarios); do
         case $scenario in
         h1) title="HTTP/1.1 keep-alive (wrk)" ;;
-        h1-close) title="HTTP/1.1, new connection per request (wrk, Connection: close)" ;;
+        h1-close) title="HTTP/1.1, new connection per request (wrk, Connection: close; wrk's latency starts after the connect)" ;;
+        h1-close-conn) title="HTTP/1.1, new connection per request, closed loop of $CONNS connections (culvert-load; latency from connect to last byte)" ;;
         https) title="HTTPS keep-alive (wrk, HTTP/1.1 over TLS)" ;;
-        https-close) title="HTTPS, new TLS connection per request, session resumed (wrk, Connection: close)" ;;
+        https-close) title="HTTPS, new TLS connection per request, session resumed (wrk, Connection: close; wrk's latency starts after the TLS handshake)" ;;
+        https-close-conn) title="HTTPS, new TLS connection per request, session resumed, closed loop of $CONNS connections (culvert-load; latency from connect to last byte)" ;;
         https-full) title="HTTPS, full TLS handshake per request (openssl s_time -new x$FULL_PROCS; p50 column = mean)" ;;
         h2c) title="h2c, prior knowledge (h2load)" ;;
         h2tls) title="HTTP/2 over TLS (h2load, ALPN h2)" ;;
