@@ -11,6 +11,7 @@
 
 mod certificate;
 mod resolver;
+mod resumption;
 
 pub use certificate::CertificateStore;
 
@@ -81,6 +82,7 @@ impl TlsSettings {
                 .with_no_client_auth()
                 .with_cert_resolver(Arc::new(resolver));
             server.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+            resumption::enable(&mut server)?;
             by_address.insert(addr, Arc::new(server));
         }
         Ok(Self { by_address, store })

@@ -85,3 +85,76 @@ fn file_certificates_notice_changes() {
     assert!(tls.store().files_changed());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs a TLS handshake between `client` and `server` in memory; whether the server
+/// resumed a session. The client keeps the tickets it was given in its config.
+fn handshake(client: &Arc<rustls::ClientConfig>, server: &Arc<ServerConfig>) -> bool {
+    let name = rustls::pki_types::ServerName::try_from("a.example").unwrap();
+    let mut client = rustls::ClientConnection::new(Arc::clone(client), name).unwrap();
+    let mut server = rustls::ServerConnection::new(Arc::clone(server)).unwrap();
+    let mut wire = Vec::new();
+    // The client must also read the server's last flight, which carries the tickets.
+    for _ in 0..10 {
+        wire.clear();
+        while client.wants_write() {
+            client.write_tls(&mut wire).unwrap();
+        }
+        server.read_tls(&mut wire.as_slice()).unwrap();
+        server.process_new_packets().unwrap();
+        wire.clear();
+        while server.wants_write() {
+            server.write_tls(&mut wire).unwrap();
+        }
+        client.read_tls(&mut wire.as_slice()).unwrap();
+        client.process_new_packets().unwrap();
+        if !client.is_handshaking() && !server.is_handshaking() && !server.wants_write() {
+            break;
+        }
+    }
+    assert!(!server.is_handshaking(), "the handshake did not finish");
+    server.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+}
+
+fn client_config() -> Arc<rustls::ClientConfig> {
+    let provider = crate::crypto_provider();
+    let verifier = culvert_bench::tls::AcceptAnyCertificate::new(Arc::clone(&provider));
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth(),
+    )
+}
+
+/// More returning clients than rustls' default 256-session cache holds all resume,
+/// and a session from before a config swap resumes on the new snapshot's config.
+#[test]
+fn sessions_resume_for_many_clients_and_across_a_config_swap() {
+    let (cert, key) = self_signed(&["a.example"]);
+    let config = config(
+        serde_json::json!([{"namespace": "ns", "name": "a", "certificatePem": cert, "privateKeyPem": key}]),
+        serde_json::json!([{"namespace": "ns", "name": "a"}]),
+    );
+    let address = "0.0.0.0:8443".parse().unwrap();
+    let before = build(&config).unwrap();
+    let server = Arc::clone(before.server_config(address).unwrap());
+    let clients: Vec<_> = (0..300).map(|_| client_config()).collect();
+    for client in &clients {
+        assert!(
+            !handshake(client, &server),
+            "a first visit is a full handshake"
+        );
+    }
+    let resumed = clients
+        .iter()
+        .filter(|client| handshake(client, &server))
+        .count();
+    assert_eq!(resumed, clients.len());
+
+    let after = build(&config).unwrap();
+    let swapped = after.server_config(address).unwrap();
+    assert!(!Arc::ptr_eq(&server, swapped));
+    assert!(handshake(&clients[0], swapped), "resumed after the swap");
+}
