@@ -22,6 +22,7 @@ mod exchange;
 mod options;
 mod run;
 mod stats;
+mod tickets;
 
 fn main() {
     let options = match options::Options::parse(std::env::args().skip(1)) {

@@ -31,6 +31,7 @@ use culvert_bench::tls::AcceptAnyCertificate;
 use crate::exchange::{Answer, ExchangeError, Transport, exchange};
 use crate::options::{Options, Pace, TlsOptions};
 use crate::stats::{Sorted, ms};
+use crate::tickets::RunSessions;
 
 /// Connections open at once beyond which due ones are skipped (and counted).
 const MAX_IN_FLIGHT: usize = 8192;
@@ -243,9 +244,10 @@ pub(crate) fn tls_transport(tls: &TlsOptions) -> Result<Transport, String> {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate::new(provider))),
     };
-    // Sessions are resumed: the client keeps the server's tickets in memory (rustls'
-    // default), as wrk reuses its session.
+    // Sessions are resumed, as wrk reuses its session: the client keeps the server's
+    // tickets, enough of them for every connection of a run (see `tickets`).
     let mut config = builder.with_no_client_auth();
+    config.resumption = rustls::client::Resumption::store(Arc::new(RunSessions::default()));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let name = ServerName::try_from(tls.server_name.clone())
         .map_err(|err| format!("server name {}: {err}", tls.server_name))?;
