@@ -33,7 +33,9 @@ struct State {
 impl RunSessions {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // One thread uses it; a poisoned lock still holds usable sessions.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
