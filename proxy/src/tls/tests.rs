@@ -25,13 +25,18 @@ fn build(config: &DataPlaneConfig) -> Result<TlsSettings, Error> {
     TlsSettings::build(config, &table)
 }
 
-#[test]
-fn https_addresses_get_a_server_config_with_alpn() {
+/// The `web` listener with one inline certificate for `a.example`.
+fn one_inline_certificate() -> DataPlaneConfig {
     let (cert, key) = self_signed(&["a.example"]);
-    let config = config(
+    config(
         serde_json::json!([{"namespace": "ns", "name": "a", "certificatePem": cert, "privateKeyPem": key}]),
         serde_json::json!([{"namespace": "ns", "name": "a"}]),
-    );
+    )
+}
+
+#[test]
+fn https_addresses_get_a_server_config_with_alpn() {
+    let config = one_inline_certificate();
     let tls = build(&config).unwrap();
     let server = tls.server_config("0.0.0.0:8443".parse().unwrap()).unwrap();
     assert_eq!(
@@ -132,11 +137,7 @@ fn client_config() -> Arc<rustls::ClientConfig> {
 /// and a session from before a config swap resumes on the new snapshot's config.
 #[test]
 fn sessions_resume_for_many_clients_and_across_a_config_swap() {
-    let (cert, key) = self_signed(&["a.example"]);
-    let config = config(
-        serde_json::json!([{"namespace": "ns", "name": "a", "certificatePem": cert, "privateKeyPem": key}]),
-        serde_json::json!([{"namespace": "ns", "name": "a"}]),
-    );
+    let config = one_inline_certificate();
     let address = "0.0.0.0:8443".parse().unwrap();
     let before = build(&config).unwrap();
     let server = Arc::clone(before.server_config(address).unwrap());
