@@ -225,7 +225,9 @@ fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
     frame
 }
 
-fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
+/// A client config that takes any certificate (the live runs and tests use
+/// self-signed ones) and offers `alpn`.
+pub(crate) fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
     let provider = crate::crypto_provider();
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()

@@ -16,7 +16,7 @@
 //!
 //! Start at [`LiveJudge::new`] and [`run_dir_live`].
 
-mod client;
+pub(crate) mod client;
 mod fleet;
 
 use std::collections::BTreeMap;

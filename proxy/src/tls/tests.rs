@@ -120,19 +120,6 @@ fn handshake(client: &Arc<rustls::ClientConfig>, server: &Arc<ServerConfig>) -> 
     server.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
 }
 
-fn client_config() -> Arc<rustls::ClientConfig> {
-    let provider = crate::crypto_provider();
-    let verifier = culvert_bench::tls::AcceptAnyCertificate::new(Arc::clone(&provider));
-    Arc::new(
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth(),
-    )
-}
-
 /// More returning clients than rustls' default 256-session cache holds all resume,
 /// and a session from before a config swap resumes on the new snapshot's config.
 #[test]
@@ -141,7 +128,9 @@ fn sessions_resume_for_many_clients_and_across_a_config_swap() {
     let address = "0.0.0.0:8443".parse().unwrap();
     let before = build(&config).unwrap();
     let server = Arc::clone(before.server_config(address).unwrap());
-    let clients: Vec<_> = (0..300).map(|_| client_config()).collect();
+    let clients: Vec<_> = (0..300)
+        .map(|_| crate::live::client::client_config(&[]).unwrap())
+        .collect();
     for client in &clients {
         assert!(
             !handshake(client, &server),

@@ -51,6 +51,8 @@ pub(crate) enum ExchangeError {
     Malformed,
     #[error("the connection closed before the response ended")]
     Cut,
+    #[error("timed out")]
+    TimedOut,
 }
 
 /// Connects to `target` over `transport`, sends `request` and reads the response.

@@ -62,33 +62,26 @@ struct Tally {
 }
 
 impl Tally {
-    /// Counts one connection that started at `started` and ended now with `result`
-    /// (`Err` when it ran out of time).
-    fn record(&mut self, started: Instant, result: Result<Result<Answer, ExchangeError>, ()>) {
+    /// Counts one connection that started at `started` and ended now with `result`.
+    fn record(&mut self, started: Instant, result: Result<Answer, ExchangeError>) {
         let ended = Instant::now();
         let report = &mut self.report;
         match result {
-            Ok(Ok(answer)) if (200..400).contains(&answer.status) => {
+            Ok(answer) if (200..400).contains(&answer.status) => {
                 report.ok += 1;
                 report.resumed += u64::from(answer.resumed);
                 self.latencies.push(ended - started);
                 self.request_latencies.push(ended - answer.sent);
             }
-            Ok(Ok(answer)) => {
+            Ok(answer) => {
                 report.bad_status += 1;
                 report
                     .first_error
                     .get_or_insert_with(|| format!("status {}", answer.status));
             }
-            Ok(Err(error)) => {
+            Err(error) => {
                 report.failed += 1;
                 report.first_error.get_or_insert_with(|| error.to_string());
-            }
-            Err(()) => {
-                report.failed += 1;
-                report
-                    .first_error
-                    .get_or_insert_with(|| "timed out".to_owned());
             }
         }
     }
@@ -113,7 +106,7 @@ impl Load {
             exchange(self.target, &self.transport, &self.request),
         )
         .await
-        .map_err(|_| ());
+        .unwrap_or(Err(ExchangeError::TimedOut));
         if counted {
             let mut tally = self.tally.borrow_mut();
             tally.report.due += 1;
