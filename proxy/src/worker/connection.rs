@@ -169,7 +169,7 @@ async fn serve_http<I>(
     info: Rc<ConnectionInfo>,
     version: Option<HttpVersion>,
 ) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    I: http1::Io + Send + 'static,
 {
     let mut drain = worker.drain().watch();
     if drain.started() {

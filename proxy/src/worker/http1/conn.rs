@@ -13,18 +13,15 @@ use std::task::{Context, Poll, Waker, ready};
 
 use bytes::{Bytes, BytesMut};
 use hyper::body::Frame;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncReadExt, AsyncWrite};
+
+use super::io::Io;
 
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::tick::{TickListing, Ticks};
 use crate::worker::wire::{
     BodyDecoder, BodyFraming, Chunk, MAX_HEAD, RequestHead, WireError, parse_request_head,
 };
-
-/// What a connection is carried on: TCP, TLS, or either with bytes already read.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {}
-
-impl<T: AsyncRead + AsyncWrite + Unpin> Io for T {}
 
 /// Bytes reserved when a request head needs another read.
 const HEAD_READ: usize = 4 * 1024;
@@ -190,15 +187,23 @@ impl Conn {
         Future::poll(read, cx)
     }
 
-    /// Writes `buf[*written..]`, advancing `written`.
+    /// Writes `buf[*written..]`, advancing `written`; when `last`, as the last
+    /// bytes before the connection is shut down (see [`Io::poll_write_last`]).
     pub(super) fn poll_write_all(
         &mut self,
         cx: &mut Context<'_>,
         buf: &[u8],
         written: &mut usize,
+        last: bool,
     ) -> Poll<io::Result<()>> {
         while *written < buf.len() {
-            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &buf[*written..]))?;
+            let io = Pin::new(&mut *self.io);
+            let left = &buf[*written..];
+            let n = ready!(if last {
+                io.poll_write_last(cx, left)
+            } else {
+                io.poll_write(cx, left)
+            })?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }

@@ -42,13 +42,14 @@ use super::wire::{
 
 mod body;
 mod conn;
+mod io;
 mod respond;
 
 pub(crate) use body::RequestBody;
-pub(crate) use conn::Io;
+pub(crate) use io::Io;
 
 use conn::Conn;
-use respond::{Asked, write_out, write_response};
+use respond::{Asked, write_last, write_out, write_response};
 
 /// How long a client may take to send a request head (idle keep-alive included).
 pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -120,9 +121,9 @@ pub(super) async fn serve(
     };
     // Out of the loop, so what a request left behind is not kept while closing.
     if let Some(error) = refused {
-        let _ = write_out(&conn, &mut error_response(error).to_vec()).await;
+        let _ = write_last(&conn, &mut error_response(error).to_vec()).await;
     }
-    close(&conn, info, deadline).await;
+    close(&conn, deadline).await;
 }
 
 /// Reads until a whole request head is in; `None` when the client closed (or
@@ -293,22 +294,23 @@ fn hand_over(conn: &RefCell<Conn>, handover: oneshot::Sender<Upgraded>) {
     let _ = handover.send(Prefixed::new(read, io));
 }
 
-/// Flushes and shuts the connection down (a TLS `close_notify`, then a FIN).
+/// Flushes and shuts the connection down (a TLS `close_notify`, then a FIN), then
+/// closes it.
 ///
+/// The shutdown comes first even on a clean connection: it sends the last
+/// response's bytes, held for it (see [`io`]), in one segment with the FIN, where
+/// a close with bytes unread by us would reset the connection and drop them.
 /// When the client may still be sending (a request body left unread, bytes past the
 /// last head), closing at once could reset the connection before the client has
 /// read our last response; so the connection lingers like nginx's
-/// `lingering_close`: our side is shut down, and what arrives is read and dropped
-/// until the client closes, for at most [`LINGER`] and [`LINGER_BYTES`]. A clean
-/// clear-text connection is just closed (the FIN follows the data); TLS first sends
-/// its `close_notify`. `timer` (the connection's, no longer needed) times the linger.
-async fn close(conn: &RefCell<Conn>, info: &ConnectionInfo, mut timer: Pin<&mut Sleep>) {
+/// `lingering_close`: what arrives after the shutdown is read and dropped until
+/// the client closes, for at most [`LINGER`] and [`LINGER_BYTES`]. `timer` (the
+/// connection's, no longer needed) times the linger.
+async fn close(conn: &RefCell<Conn>, mut timer: Pin<&mut Sleep>) {
     let unread = conn.borrow().may_have_unread();
     // A body still held elsewhere fails from here on instead of reading on.
     conn.borrow_mut().end_exchange();
-    if unread || info.tls.is_some() {
-        let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
-    }
+    let _ = poll_fn(|cx| conn.borrow_mut().poll_shutdown(cx)).await;
     if unread {
         let mut left = LINGER_BYTES;
         let drain = async {

@@ -132,7 +132,11 @@ pub(super) fn write_response(
             _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
         };
         if result.is_ok() && !out.is_empty() {
-            write_out(conn, out).await?;
+            if keep_alive {
+                write_out(conn, out).await?;
+            } else {
+                write_last(conn, out).await?;
+            }
         }
         out.clear();
         result?;
@@ -233,8 +237,22 @@ fn put_data(
 
 /// Writes all of `out` and empties it.
 pub(super) async fn write_out(conn: &RefCell<Conn>, out: &mut Vec<u8>) -> io::Result<()> {
+    write_all(conn, out, false).await
+}
+
+/// Writes all of `out`, the last bytes before the connection is shut down, and
+/// empties it: on TCP they leave with the FIN (see `super::io`).
+pub(super) async fn write_last(conn: &RefCell<Conn>, out: &mut Vec<u8>) -> io::Result<()> {
+    write_all(conn, out, true).await
+}
+
+async fn write_all(conn: &RefCell<Conn>, out: &mut Vec<u8>, last: bool) -> io::Result<()> {
     let mut written = 0;
-    poll_fn(|cx| conn.borrow_mut().poll_write_all(cx, out, &mut written)).await?;
+    poll_fn(|cx| {
+        conn.borrow_mut()
+            .poll_write_all(cx, out, &mut written, last)
+    })
+    .await?;
     out.clear();
     Ok(())
 }
