@@ -3,7 +3,9 @@
 //! they are sent with `MSG_MORE`, so the kernel holds them until the shutdown that
 //! follows and sends them in one segment with the FIN. A client then gets its
 //! response and the end of the connection in one packet (one wake-up, one ACK),
-//! and the proxy sends one segment instead of two.
+//! and the proxy sends one segment instead of two. On TLS the socket is corked
+//! before the last response (one `setsockopt`), so the response, the
+//! `close_notify` and the FIN leave as one segment instead of three.
 //!
 //! The connection is always shut down before it is dropped (see `super::close`):
 //! a close with bytes still unread by us would reset the connection and discard
@@ -53,64 +55,119 @@ impl Io for TcpStream {
     }
 }
 
-impl Io for tokio_rustls::server::TlsStream<TcpStream> {}
+impl Io for tokio_rustls::server::TlsStream<TcpStream> {
+    /// Corks the socket first: the records written from here on (the last response,
+    /// then the `close_notify` of the shutdown) wait for the FIN and leave with it.
+    #[cfg(target_os = "linux")]
+    fn poll_write_last(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        // Only an optimisation: on failure the bytes go out as any others.
+        let _ = socket2::SockRef::from(self.get_ref().0).set_tcp_cork(true);
+        self.poll_write(cx, buf)
+    }
+}
 
 /// What a connection reads as once its transport was taken away.
 impl Io for tokio::io::Empty {}
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use std::future::poll_fn;
-    use std::io::{ErrorKind, Read};
+    use std::io::ErrorKind;
+    use std::mem::MaybeUninit;
     use std::pin::Pin;
+    use std::sync::Arc;
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use rustls::pki_types::{PrivateKeyDer, ServerName};
+    use socket2::{SockRef, Socket};
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
     use super::Io;
 
-    /// What a non-blocking read of `stream` gets now, without waiting for the
-    /// runtime to see it readable: `None` when nothing has arrived.
-    fn arrived(stream: &TcpStream) -> Option<Vec<u8>> {
-        let mut buf = [0; 256];
-        match (&*socket2::SockRef::from(stream)).read(&mut buf) {
-            Ok(read) => Some(buf[..read].to_vec()),
-            Err(error) if error.kind() == ErrorKind::WouldBlock => None,
-            Err(error) => panic!("reading: {error}"),
+    const INTERIM: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+    const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+
+    async fn connected() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap());
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        (client.unwrap(), accepted.unwrap().0)
+    }
+
+    /// Whether bytes wait to be read on `socket` now, without waiting for the
+    /// runtime to see it readable (and without taking them).
+    fn arrived(socket: &Socket) -> bool {
+        let mut buf = [MaybeUninit::uninit(); 1];
+        match socket.peek(&mut buf) {
+            Ok(read) => read > 0,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => false,
+            Err(error) => panic!("peeking: {error}"),
         }
     }
 
     /// On loopback a segment is delivered by the send that makes it. An ordinary
-    /// write can be read at once; the last bytes are held until the shutdown, and
-    /// then arrive whole, followed by the end of the stream.
-    #[tokio::test]
-    async fn last_bytes_are_held_for_the_shutdown() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = TcpStream::connect(listener.local_addr().unwrap());
-        let (client, accepted) = tokio::join!(client, listener.accept());
-        let (mut client, mut server) = (client.unwrap(), accepted.unwrap().0);
+    /// write reaches the peer's `socket` at once; the last bytes are held until the
+    /// shutdown, and then `client` reads the ordinary and the last bytes whole,
+    /// followed by the end of the stream.
+    async fn held_until_shutdown(
+        mut server: impl Io,
+        socket: &Socket,
+        client: impl AsyncRead + Unpin,
+    ) {
+        server.write_all(INTERIM).await.unwrap();
+        server.flush().await.unwrap();
+        assert!(arrived(socket), "an ordinary write was held");
+        let mut interim = vec![0; INTERIM.len()];
+        let mut client = client;
+        client.read_exact(&mut interim).await.unwrap();
 
-        let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
-        server.write_all(interim).await.unwrap();
-        assert_eq!(arrived(&client).as_deref(), Some(&interim[..]));
-
-        let response = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
         let mut written = 0;
-        while written < response.len() {
-            let last = &response[written..];
+        while written < RESPONSE.len() {
+            let last = &RESPONSE[written..];
             written += poll_fn(|cx| Pin::new(&mut server).poll_write_last(cx, last))
                 .await
                 .unwrap();
         }
-        assert_eq!(
-            arrived(&client),
-            None,
-            "the last bytes went out before the FIN"
-        );
+        server.flush().await.unwrap();
+        assert!(!arrived(socket), "the last bytes went out before the FIN");
 
         server.shutdown().await.unwrap();
         let mut received = Vec::new();
         client.read_to_end(&mut received).await.unwrap();
-        assert_eq!(received, response);
+        assert_eq!(received, RESPONSE);
+    }
+
+    #[tokio::test]
+    async fn tcp_holds_the_last_bytes_for_the_shutdown() {
+        let (mut client, server) = connected().await;
+        let socket = SockRef::from(&client).try_clone().unwrap();
+        held_until_shutdown(server, &socket, &mut client).await;
+    }
+
+    #[tokio::test]
+    async fn tls_holds_the_last_records_for_the_shutdown() {
+        let provider = crate::crypto_provider();
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let key = PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let client_config = crate::live::client::client_config(&[]).unwrap();
+        let (client, server) = connected().await;
+        let socket = SockRef::from(&client).try_clone().unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let (client, server) = tokio::join!(
+            tokio_rustls::TlsConnector::from(client_config).connect(name, client),
+            tokio_rustls::TlsAcceptor::from(Arc::new(config)).accept(server),
+        );
+        held_until_shutdown(server.unwrap(), &socket, client.unwrap()).await;
     }
 }
