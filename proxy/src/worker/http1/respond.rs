@@ -132,11 +132,8 @@ pub(super) fn write_response(
             _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
         };
         if result.is_ok() && !out.is_empty() {
-            if keep_alive {
-                write_out(conn, out).await?;
-            } else {
-                write_last(conn, out).await?;
-            }
+            // A connection that closes after this sends it as its last bytes.
+            write_all(conn, out, !keep_alive).await?;
         }
         out.clear();
         result?;
