@@ -1,8 +1,8 @@
 //! What the backend does with one request.
 //!
-//! Records it, then routes like upstream `echo-basic`: `/health`, `/status/NNN`,
-//! `/retry/…` and, for everything else, the JSON echo with `?delay=` and
-//! `X-Echo-Set-Header`. A WebSocket upgrade on any path is accepted and handed to
+//! Records it, then routes like upstream `echo-basic`: gRPC calls to `grpc`, then
+//! `/health`, `/status/NNN`, `/retry/…` and, for everything else, the JSON echo
+//! with `?delay=` and `X-Echo-Set-Header`. A WebSocket upgrade on any path is accepted and handed to
 //! `ws`. Bad input gets a 4xx; only a `/retry/` attempt without `responseCode`
 //! fails the connection (HTTP/1) or the stream (HTTP/2) on purpose.
 
@@ -14,12 +14,13 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
-use http_body_util::{BodyExt as _, Full, Limited};
+use http_body_util::{BodyExt as _, Limited};
 use hyper::body::Incoming;
 use serde::Serialize;
 use sha1::{Digest as _, Sha1};
 
-use super::{Connection, SeenRequest, Shared, duration, ws};
+use super::reply::{Reply, ReplyBody};
+use super::{Connection, SeenRequest, Shared, duration, grpc, ws};
 
 /// The largest request body the backend reads; larger ones get 413.
 pub(super) const MAX_BODY: usize = 1024 * 1024;
@@ -36,8 +37,6 @@ const WS_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 #[derive(Debug, thiserror::Error)]
 #[error("retry attempt failed on purpose")]
 pub(super) struct DeliberateReset;
-
-type Reply = Response<Full<Bytes>>;
 
 /// Upstream `echo-basic`'s `RequestAssertions`, same field names.
 #[derive(Debug, Serialize)]
@@ -113,9 +112,13 @@ pub(super) async fn handle(
         return Ok(switching_protocols(&key));
     }
 
+    if grpc::is_grpc(&seen) {
+        let config = &shared.config;
+        return Ok(grpc::answer(&seen, &config.namespace, &config.name));
+    }
     let path = parts.uri.path();
     if path == "/health" {
-        return Ok(Response::new(Full::new(Bytes::from_static(b"OK"))));
+        return Ok(Response::new(ReplyBody::new(Bytes::from_static(b"OK"))));
     }
     if let Some(code) = path.strip_prefix("/status/") {
         return Ok(status(code));
@@ -164,7 +167,7 @@ async fn echo(seen: &SeenRequest, uri: &http::Uri, shared: &Shared) -> Reply {
         Ok(body) => body,
         Err(err) => return message(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
     };
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+    let mut response = Response::new(ReplyBody::new(body));
     let out = response.headers_mut();
     for value in seen.header("x-echo-set-header") {
         add_echo_headers(out, value);
@@ -279,7 +282,7 @@ fn status(code: &str) -> Reply {
         .and_then(|c| c.parse::<u16>().ok())
         .and_then(|c| StatusCode::from_u16(c).ok())
         .unwrap_or(StatusCode::BAD_REQUEST);
-    let mut response = Response::new(Full::new(Bytes::new()));
+    let mut response = Response::new(ReplyBody::default());
     *response.status_mut() = code;
     response
 }
@@ -287,7 +290,7 @@ fn status(code: &str) -> Reply {
 /// A JSON `{"message": …}` answer, as upstream's `processError` writes.
 fn message(code: StatusCode, text: &str) -> Reply {
     let body = serde_json::json!({ "message": text }).to_string();
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+    let mut response = Response::new(ReplyBody::new(body));
     *response.status_mut() = code;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -319,7 +322,7 @@ fn switching_protocols(key: &HeaderValue) -> Reply {
     hasher.update(key.as_bytes());
     hasher.update(WS_GUID.as_bytes());
     let accept = base64::engine::general_purpose::STANDARD.encode(hasher.finalize());
-    let mut response = Response::new(Full::new(Bytes::new()));
+    let mut response = Response::new(ReplyBody::default());
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let headers = response.headers_mut();
     headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));

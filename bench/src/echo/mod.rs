@@ -5,15 +5,17 @@
 //! `control-lite/tests/conformance/README.md`) so conformance vectors can be checked
 //! against it, and it records every request so a test can also look directly.
 //!
-//! Start at [`EchoBackend::start`]; request behaviour lives in `handler`, WebSocket
-//! framing in `ws`, HTTP/2 prior-knowledge detection in `rewind`.
+//! Start at [`EchoBackend::start`]; request behaviour lives in `handler`, gRPC calls
+//! in `grpc`, WebSocket framing in `ws`, HTTP/2 prior-knowledge detection in `rewind`.
 //!
 //! It must never panic on peer input: malformed requests get a 4xx or a closed
 //! connection. Everything a peer can make it hold is bounded (body size, header count
 //! via hyper's defaults, header read time, log length, retry table size).
 
 mod duration;
+mod grpc;
 mod handler;
+mod reply;
 mod rewind;
 mod ws;
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
-use super::{EchoBackend, EchoConfig, EchoProtocol, duration, handler};
+use super::{EchoBackend, EchoConfig, EchoProtocol, duration, grpc, handler};
 
 /// Every test finishes well inside this on a loaded 2-core machine.
 const LIMIT: Duration = Duration::from_secs(10);
@@ -436,6 +436,157 @@ async fn log_capacity_bounds_the_log_not_the_count() {
         assert_eq!(backend.count(), 3);
         let paths: Vec<_> = backend.requests().into_iter().map(|r| r.path).collect();
         assert_eq!(paths, ["/2", "/3"]);
+    })
+    .await
+    .unwrap();
+}
+
+/// One gRPC call over a new h2c connection: the answer's status, headers, body
+/// and trailers.
+async fn grpc_call(
+    backend: &EchoBackend,
+    method: &str,
+    body: Bytes,
+) -> (StatusCode, HeaderMap, Bytes, Option<HeaderMap>) {
+    let stream = TcpStream::connect(backend.addr()).await.unwrap();
+    let (mut sender, conn) = client_h2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::post(format!(
+        "http://grpc.example.com/{}/{method}",
+        grpc::SERVICE
+    ))
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .header("x-meta", "value-1")
+    .body(http_body_util::Full::new(body))
+    .unwrap();
+    let response = sender.send_request(req).await.unwrap();
+    let (parts, body) = response.into_parts();
+    let collected = body.collect().await.unwrap();
+    let trailers = collected.trailers().cloned();
+    (parts.status, parts.headers, collected.to_bytes(), trailers)
+}
+
+/// The length-delimited fields of a protobuf message, `(field number, bytes)`.
+fn proto_fields(mut message: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    fn varint(bytes: &mut &[u8]) -> u64 {
+        let mut value = 0;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = bytes.split_first().unwrap();
+            *bytes = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        value
+    }
+    let mut fields = Vec::new();
+    while !message.is_empty() {
+        let key = varint(&mut message);
+        assert_eq!(key & 7, 2, "only length-delimited fields are expected");
+        let len = usize::try_from(varint(&mut message)).unwrap();
+        let (value, rest) = message.split_at(len);
+        fields.push((key >> 3, value.to_vec()));
+        message = rest;
+    }
+    fields
+}
+
+/// The value of field `number` in `fields` (the first, if repeated).
+fn proto_bytes(fields: &[(u64, Vec<u8>)], number: u64) -> &[u8] {
+    &fields.iter().find(|(n, _)| *n == number).unwrap().1
+}
+
+fn proto_string(fields: &[(u64, Vec<u8>)], number: u64) -> String {
+    String::from_utf8(proto_bytes(fields, number).to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn grpc_echo_answers_the_call_it_saw_with_status_ok() {
+    timeout(LIMIT, async {
+        let backend = EchoBackend::start(EchoConfig {
+            namespace: "gateway-conformance-infra".to_owned(),
+            ..EchoConfig::new("grpc-infra-backend-v1")
+        })
+        .await
+        .unwrap();
+        for method in ["Echo", "EchoTwo"] {
+            let request = grpc::frame(&[]);
+            let (status, headers, body, trailers) = grpc_call(&backend, method, request).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(headers["content-type"], "application/grpc");
+            assert!(headers.get("grpc-status").is_none(), "{headers:?}");
+            assert_eq!(trailers.unwrap()["grpc-status"], "0");
+
+            let message = grpc::unary_message(&body).unwrap();
+            let response = proto_fields(message);
+            assert_eq!(response.len(), 1, "EchoResponse holds only its assertions");
+            let assertions = proto_fields(&response[0].1);
+            let full_method = format!("/{}/{method}", grpc::SERVICE);
+            assert_eq!(proto_string(&assertions, 1), full_method);
+            assert_eq!(proto_string(&assertions, 3), "grpc.example.com");
+            let metadata: Vec<(String, String)> = assertions
+                .iter()
+                .filter(|(n, _)| *n == 2)
+                .map(|(_, entry)| {
+                    let entry = proto_fields(entry);
+                    (proto_string(&entry, 1), proto_string(&entry, 2))
+                })
+                .collect();
+            assert!(metadata.contains(&(":authority".into(), "grpc.example.com".into())));
+            assert!(metadata.contains(&("x-meta".into(), "value-1".into())));
+            let context = proto_fields(proto_bytes(&assertions, 4));
+            assert_eq!(proto_string(&context, 1), "gateway-conformance-infra");
+            assert_eq!(proto_string(&context, 3), "grpc-infra-backend-v1");
+            assert_eq!(proto_string(&context, 4), "grpc-infra-backend-v1");
+        }
+        let seen = backend.requests();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].path, format!("/{}/EchoTwo", grpc::SERVICE));
+        assert_eq!(seen[1].header("x-meta"), ["value-1"]);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn grpc_unknown_methods_are_unimplemented() {
+    timeout(LIMIT, async {
+        let backend = start(EchoProtocol::Auto).await;
+        for method in ["EchoThree", "Nope"] {
+            let (status, headers, body, trailers) =
+                grpc_call(&backend, method, grpc::frame(&[])).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(headers["grpc-status"], "12", "{method}");
+            assert!(body.is_empty());
+            assert!(trailers.is_none());
+        }
+        assert_eq!(backend.count(), 2, "the calls are still recorded");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn grpc_broken_framing_is_internal() {
+    timeout(LIMIT, async {
+        let backend = start(EchoProtocol::H2c).await;
+        let mut compressed = grpc::frame(b"\x0a\x00").to_vec();
+        compressed[0] = 1;
+        let mut long = grpc::frame(&[]).to_vec();
+        long.push(0);
+        for body in [
+            Bytes::from_static(b"\0\0\0"),
+            compressed.into(),
+            long.into(),
+        ] {
+            let (status, headers, _, _) = grpc_call(&backend, "Echo", body.clone()).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(headers["grpc-status"], "13", "{body:?}");
+        }
     })
     .await
     .unwrap();

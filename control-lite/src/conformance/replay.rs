@@ -373,6 +373,7 @@ fn http_exchange(
         terminated_by_backend: None,
         protocol: None,
         websocket_echo: None,
+        grpc_status: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The client side of a live exchange: one request as a vector describes it, sent
 //! over a real socket (TCP, or TLS with the vector's SNI and ALPN), as HTTP/1.1,
-//! HTTP/2 (ALPN h2, or h2c with prior knowledge) or a WebSocket upgrade plus one
-//! text frame. Server certificates are not verified: the vectors say a harness may
+//! HTTP/2 (ALPN h2, or h2c with prior knowledge; gRPC calls go this way) or a
+//! WebSocket upgrade plus one text frame. Server certificates are not verified: the vectors say a harness may
 //! skip that, and the handshake itself is what is judged.
 
 use std::net::SocketAddr;
@@ -43,6 +43,8 @@ pub(super) struct Answer {
     pub(super) headers: HeaderMap,
     pub(super) version: Version,
     pub(super) body: Bytes,
+    /// Trailers that followed the body, if any came.
+    pub(super) trailers: Option<HeaderMap>,
     /// The echoed frame of a WebSocket exchange.
     pub(super) websocket_echo: Option<String>,
 }
@@ -110,16 +112,17 @@ where
         }
     };
     let (parts, body) = response.into_parts();
-    let body = body
+    let collected = body
         .collect()
         .await
-        .map_err(|err| format!("reading the body: {err}"))?
-        .to_bytes();
+        .map_err(|err| format!("reading the body: {err}"))?;
+    let trailers = collected.trailers().cloned();
     Ok(Answer {
         status: parts.status.as_u16(),
         headers: parts.headers,
         version: parts.version,
-        body,
+        body: collected.to_bytes(),
+        trailers,
         websocket_echo: None,
     })
 }
@@ -172,6 +175,7 @@ where
         headers: HeaderMap::new(),
         version: Version::HTTP_11,
         body: Bytes::new(),
+        trailers: None,
         websocket_echo: None,
     };
     if status != 101 {

@@ -7,9 +7,10 @@
 //! What a request produced is read off the wire and off the echo backends (each
 //! request carries a tag header, so copies and retries are told apart), turned into
 //! the same `Observed` the static replay computes, and judged by the same
-//! `check`. Exchanges that need what is not built yet are skipped with the reason:
-//! TLS passthrough, gRPC (no gRPC echo backend), client certificates, TLS to
-//! backends, and per-pod identities.
+//! `check`. gRPC calls are unary `EchoRequest`s over h2c, judged by the
+//! `grpc-status` that came back. Exchanges that need what is not built yet are
+//! skipped with the reason: TLS passthrough, client certificates, TLS to backends,
+//! and per-pod identities.
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
 //! ports (80, 443, ...), so the harness must be allowed to bind them.
@@ -28,7 +29,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use culvert_control_lite::conformance::checks::Verdict;
 use culvert_control_lite::conformance::observe::{
-    Observed, check, check_distribution, check_mirrors,
+    Observed, check, check_distribution, check_mirrors, grpc_code_of_http,
 };
 use culvert_control_lite::conformance::prepare::EndpointOwners;
 use culvert_control_lite::conformance::run::{ExchangeJudge, Tally, run_dir_with};
@@ -45,6 +46,8 @@ use fleet::Fleet;
 const TAG: &str = "x-culvert-conformance-tag";
 /// Seed of the data plane's random numbers in live runs.
 const LIVE_SEED: u64 = 0x6375_6c76_6572_7421;
+/// An empty `EchoRequest` with its gRPC length prefix: uncompressed, 0 bytes.
+const EMPTY_GRPC_MESSAGE: &[u8] = &[0; 5];
 /// How long mirrored copies may take to arrive after a sample.
 const MIRROR_SETTLE: Duration = Duration::from_millis(500);
 
@@ -193,7 +196,7 @@ impl LiveJudge {
             .into_iter()
             .filter(|(_, seen)| seen.header(TAG).contains(&tag))
             .collect();
-        observed(&answer, &arrived)
+        observed(&answer, &arrived, is_grpc(spec))
     }
 
     /// Mirrored copies of the sample tagged `first..=last` that each Service got.
@@ -289,8 +292,6 @@ fn unsupported(exchange: &Exchange) -> Option<&'static str> {
     let expect = &exchange.expect;
     if request.scheme == "tls" {
         Some("TLS passthrough is not served yet")
-    } else if request.protocol.as_deref() == Some("gRPC") || expect.grpc_status.is_some() {
-        Some("no gRPC echo backend yet")
     } else if request.client_certificate.is_some() {
         Some("client certificates are not supported")
     } else if expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some()
@@ -301,6 +302,11 @@ fn unsupported(exchange: &Exchange) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Whether `spec` is a gRPC call.
+fn is_grpc(spec: &RequestSpec) -> bool {
+    spec.protocol.as_deref() == Some("gRPC")
 }
 
 /// The target and request a vector describes, tagged with `tag`.
@@ -318,8 +324,9 @@ fn build(
             format!("{ip}:{}", spec.port)
         }
     });
+    let grpc = is_grpc(spec);
     let wire = match spec.protocol.as_deref() {
-        Some("HTTP/2" | "HTTP/2-prior-knowledge") => Wire::Http2,
+        Some("HTTP/2" | "HTTP/2-prior-knowledge" | "gRPC") => Wire::Http2,
         Some("websocket") => Wire::WebSocket,
         _ => Wire::Http1,
     };
@@ -337,8 +344,12 @@ fn build(
         Wire::Http2 => format!("{}://{host}{path}", if https { "https" } else { "http" }),
         _ => path,
     };
+    let method = match (grpc, spec.method.as_deref()) {
+        (true, _) => "POST",
+        (false, method) => method.unwrap_or("GET"),
+    };
     let mut request = Request::builder()
-        .method(spec.method.as_deref().unwrap_or("GET"))
+        .method(method)
         .uri(uri)
         .version(if wire == Wire::Http2 {
             Version::HTTP_2
@@ -348,7 +359,12 @@ fn build(
     if wire != Wire::Http2 {
         request = request.header("host", &host);
     }
-    for (name, value) in &spec.headers {
+    if grpc {
+        request = request
+            .header("content-type", "application/grpc")
+            .header("te", "trailers");
+    }
+    for (name, value) in spec.headers.iter().chain(&spec.metadata) {
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|err| err.to_string())?;
         let value = HeaderValue::from_str(value).map_err(|err| err.to_string())?;
         request = request.header(name, value);
@@ -362,8 +378,13 @@ fn build(
         request = request.header("x-echo-set-header", list.join(","));
     }
     request = request.header(TAG, tag);
+    let body = if grpc {
+        Bytes::from_static(EMPTY_GRPC_MESSAGE)
+    } else {
+        Bytes::new()
+    };
     let request = request
-        .body(Full::new(Bytes::new()))
+        .body(Full::new(body))
         .map_err(|err| format!("building the request: {err}"))?;
     let target = Target {
         addr: SocketAddr::new(ip, spec.port),
@@ -374,8 +395,22 @@ fn build(
 }
 
 /// What the answer and the backends' records show. The serving backend is the one
-/// the echo body names; failing that, the only Service that saw the request.
-fn observed(answer: &Answer, arrived: &[(String, culvert_bench::SeenRequest)]) -> Observed {
+/// the echo body names; failing that, the only Service that saw the request. A
+/// gRPC call's status is its `grpc-status` (trailers, else a Trailers-Only head),
+/// else what its HTTP status stands for.
+fn observed(
+    answer: &Answer,
+    arrived: &[(String, culvert_bench::SeenRequest)],
+    grpc: bool,
+) -> Observed {
+    let grpc_status = grpc.then(|| {
+        answer
+            .trailers
+            .iter()
+            .chain([&answer.headers])
+            .find_map(|fields| fields.get("grpc-status")?.to_str().ok()?.parse().ok())
+            .unwrap_or_else(|| grpc_code_of_http(answer.status))
+    });
     let named = serde_json::from_slice::<serde_json::Value>(&answer.body)
         .ok()
         .and_then(|echo| {
@@ -430,5 +465,6 @@ fn observed(answer: &Answer, arrived: &[(String, culvert_bench::SeenRequest)]) -
             .to_owned(),
         ),
         websocket_echo: answer.websocket_echo.clone(),
+        grpc_status,
     }
 }
