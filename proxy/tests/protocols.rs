@@ -576,9 +576,80 @@ async fn grpc_over_h2c_carries_trailers_both_ways() {
         assert_eq!(trailers["x-seen-path"], "/demo.Echo/Say");
         assert_eq!(trailers["x-seen-bytes"], "8");
         assert_eq!(trailers["x-seen-te"], "trailers");
-        // Another method of the service has no route: 404 from the proxy.
-        let response = sender.send_request(call("/demo.Echo/Other")).await.unwrap();
+        server.shutdown();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn grpc_calls_the_proxy_answers_itself_get_a_grpc_status() {
+    use http_body_util::BodyExt as _;
+    tokio::time::timeout(LIMIT, async {
+        let port = free_port();
+        let server = start();
+        push(&server, &json!({
+            "version": 1,
+            "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+            "grpcRoutes": [{"name": "echo", "listeners": ["web"], "hostnames": ["grpc.example"],
+                "rules": [{"matches": [{"method": {"type": "Exact", "service": "demo.Echo", "method": "Say"}}],
+                           "backends": [{"name": "grpc", "endpoints": []}]}]}]
+        }))
+        .await;
+        let stream = TcpStream::connect(local(port)).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let call = |path: &str, content_type: &str| {
+            Request::post(format!("http://grpc.example{path}"))
+                .version(Version::HTTP_2)
+                .header("content-type", content_type)
+                .header("te", "trailers")
+                .body(Full::new(Bytes::from_static(b"\x00\x00\x00\x00\x00")))
+                .unwrap()
+        };
+        // (path, grpc-status, grpc-message): no endpoints, then no route.
+        let cases = [
+            ("/demo.Echo/Say", "14", "Service Unavailable: no_endpoints"),
+            ("/demo.Echo/Other", "12", "Not Found"),
+        ];
+        for (path, code, message) in cases {
+            let request = call(path, "application/grpc+proto");
+            let response = sender.send_request(request).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            let headers = response.headers().clone();
+            assert_eq!(headers["content-type"], "application/grpc");
+            assert_eq!(headers["grpc-status"], code, "{path}");
+            assert_eq!(headers["grpc-message"], message, "{path}");
+            let collected = response.into_body().collect().await.unwrap();
+            assert!(collected.trailers().is_none(), "Trailers-Only: all in the head");
+            assert!(collected.to_bytes().is_empty());
+        }
+        // A request that is not gRPC keeps its HTTP status.
+        let response = sender.send_request(call("/demo.Echo/Other", "application/json")).await.unwrap();
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert!(response.headers().get("grpc-status").is_none());
+        // Metrics count what the proxy decided: one 5xx (with its reason) and two 4xx.
+        let expected = [
+            "culvert_requests_total{route=\"/echo\",status_class=\"5xx\"} 1",
+            "culvert_backend_errors_total{route=\"/echo\",reason=\"no_endpoints\"} 1",
+            "culvert_requests_total{route=\"none\",status_class=\"4xx\"} 2",
+        ];
+        // Records land when a response body ends, which may be just after the
+        // client has read it.
+        for attempt in 0.. {
+            let reply = get(server.control_addr(), "c", "/metrics").await;
+            let text = String::from_utf8_lossy(&reply.body).into_owned();
+            if expected.iter().all(|line| text.contains(line)) {
+                break;
+            }
+            assert!(attempt < 100, "{expected:?} not in\n{text}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         server.shutdown();
     })
     .await

@@ -10,6 +10,7 @@
 //! uncompressed length-prefixed message) is answered `INTERNAL`.
 
 use bytes::{BufMut as _, Bytes, BytesMut};
+use culvert_router::outcome::is_grpc_content_type;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, Version};
 
@@ -29,17 +30,13 @@ pub(super) enum Code {
     Internal = 13,
 }
 
-/// Whether `seen` is a gRPC call: HTTP/2 with a `application/grpc` content type
-/// (the bare type, or a `+proto`-style subtype).
+/// Whether `seen` is a gRPC call: HTTP/2 with a gRPC content type.
 pub(super) fn is_grpc(seen: &SeenRequest) -> bool {
     seen.proto == Version::HTTP_2
         && seen
             .header(header::CONTENT_TYPE.as_str())
             .first()
-            .is_some_and(|ty| {
-                let ty = ty.split(';').next().unwrap_or("").trim();
-                ty == "application/grpc" || ty.starts_with("application/grpc+")
-            })
+            .is_some_and(|ty| is_grpc_content_type(ty.as_bytes()))
 }
 
 /// The backend's answer to the gRPC call `seen`, naming itself with `namespace`

@@ -29,12 +29,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use culvert_control_lite::conformance::checks::Verdict;
 use culvert_control_lite::conformance::observe::{
-    Observed, check, check_distribution, check_mirrors, grpc_code_of_http,
+    Observed, check, check_distribution, check_mirrors,
 };
 use culvert_control_lite::conformance::prepare::EndpointOwners;
 use culvert_control_lite::conformance::run::{ExchangeJudge, Tally, run_dir_with};
 use culvert_control_lite::conformance::vector::{Exchange, RequestSpec};
 use culvert_control_lite::translate::Translation;
+use culvert_router::outcome::grpc_status_for_http;
 use http::{HeaderName, HeaderValue, Request, Version};
 use http_body_util::Full;
 
@@ -409,7 +410,7 @@ fn observed(
             .iter()
             .chain([&answer.headers])
             .find_map(|fields| fields.get("grpc-status")?.to_str().ok()?.parse().ok())
-            .unwrap_or_else(|| grpc_code_of_http(answer.status))
+            .unwrap_or_else(|| grpc_status_for_http(answer.status))
     });
     let named = serde_json::from_slice::<serde_json::Value>(&answer.body)
         .ok()

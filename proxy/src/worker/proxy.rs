@@ -5,7 +5,8 @@
 //!
 //! Failures are classified: client (400 bad request, 404 no route, 421 misdirected),
 //! internal (500 no backend with weight or invalid reference), upstream (502
-//! unreachable or broken, 503 no endpoints, 504 timeout).
+//! unreachable or broken, 503 no endpoints, 504 timeout). A gRPC call answered
+//! here gets its failure as a `grpc-status`, as Envoy answers.
 //!
 //! Timeouts: `backendRequest` bounds each attempt until the response head arrives;
 //! `request` bounds all attempts together, backoffs included. A request body is
@@ -24,8 +25,9 @@ use bytes::Bytes;
 use culvert_connector::io::{TunnelBody, TunnelUpgrade};
 use culvert_router::config::{AppProtocol, Unavailable};
 use culvert_router::outcome::{
-    RedirectRequest, apply_header_modifier, is_preflight, preflight_response, redirect_location,
-    response_headers as cors_response_headers, rewrite_path,
+    RedirectRequest, apply_header_modifier, grpc_status_for_http, is_grpc_content_type,
+    is_preflight, preflight_response, redirect_location, response_headers as cors_response_headers,
+    rewrite_path,
 };
 use culvert_router::path::normalize_path;
 use culvert_router::rule::{Backend, Filters, Mirror, Retry};
@@ -277,6 +279,10 @@ impl Worker {
         info: &'a ConnectionInfo,
     ) -> impl Future<Output = Response<RecordedBody>> + 'a {
         let client = self.forwarding.client(request.headers(), info.peer);
+        let grpc = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|value| is_grpc_content_type(value.as_bytes()));
         let mut record = Record::start(
             &self.sink.stats,
             request.method().clone(),
@@ -298,19 +304,34 @@ impl Worker {
                 let response = self
                     .forward(&mut prepared, client_upgrade, &mut record)
                     .await;
-                self.recorded(response, record)
+                self.recorded(response, record, grpc)
             }),
-            Err(answer) => future::Either::Right(future::ready(self.recorded(answer, record))),
+            Err(answer) => {
+                future::Either::Right(future::ready(self.recorded(answer, record, grpc)))
+            }
         }
     }
 
-    /// `response` with a body that finishes `record` when it ends.
-    fn recorded(&self, response: Response<ProxyBody>, record: Record) -> Response<RecordedBody> {
-        let (parts, body) = response.into_parts();
+    /// `response` with a body that finishes `record` when it ends. A local error
+    /// answer to a gRPC call (`grpc`) goes out as a gRPC status (see
+    /// [`grpc_local_answer`]); metrics and the access log keep the HTTP status it
+    /// stands for, so a failing gRPC call still counts as a 4xx or 5xx.
+    fn recorded(
+        &self,
+        response: Response<ProxyBody>,
+        record: Record,
+        grpc: bool,
+    ) -> Response<RecordedBody> {
+        let (mut parts, body) = response.into_parts();
+        let status = parts.status;
+        // Only local answers have a `Full` body; a backend's own error passes as it is.
+        if grpc && status.as_u16() >= 400 && matches!(body, Either::Right(_)) {
+            grpc_local_answer(&mut parts, record.failure);
+        }
         let body = RecordedBody::new(
             body,
             record,
-            parts.status,
+            status,
             Rc::clone(&self.sink),
             self.next_random(),
         );
@@ -839,6 +860,30 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Turns the head of a local error answer to a gRPC call into a Trailers-Only gRPC
+/// response: 200, with the `grpc-status` that the HTTP status stands for (404 is
+/// `UNIMPLEMENTED`, 502, 503 and 504 are `UNAVAILABLE`) and a `grpc-message`
+/// naming it and the backend failure, if one caused it. gRPC clients read the
+/// status from there rather than guessing it from a bare HTTP status.
+fn grpc_local_answer(parts: &mut http::response::Parts, failure: Option<BackendFailure>) {
+    let code = grpc_status_for_http(parts.status.as_u16());
+    let reason = parts.status.canonical_reason().unwrap_or("error");
+    let message = match failure {
+        Some(failure) => HeaderValue::try_from(format!("{reason}: {}", failure.as_str())),
+        None => HeaderValue::try_from(reason),
+    };
+    parts.status = StatusCode::OK;
+    let headers = &mut parts.headers;
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    headers.insert("grpc-status", HeaderValue::from(code));
+    if let Ok(message) = message {
+        headers.insert("grpc-message", message);
+    }
 }
 
 pub(crate) fn local_answer(status: StatusCode) -> Response<ProxyBody> {

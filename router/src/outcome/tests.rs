@@ -1436,3 +1436,47 @@ fn invalid_hand_built_lists_lose_the_header_instead_of_panicking() {
     assert!(!response.contains_key("access-control-expose-headers"));
     assert_eq!(response["access-control-allow-headers"], "x-a");
 }
+
+#[test]
+fn grpc_content_types_are_told_from_others() {
+    for grpc in [
+        "application/grpc",
+        "application/grpc+proto",
+        "Application/GRPC; charset=utf-8",
+        " application/grpc+json ",
+    ] {
+        assert!(is_grpc_content_type(grpc.as_bytes()), "{grpc}");
+    }
+    for other in [
+        "application/grpc-web",
+        "application/grpc-web+proto",
+        "application/json",
+        "application/grp",
+        "",
+    ] {
+        assert!(!is_grpc_content_type(other.as_bytes()), "{other}");
+    }
+}
+
+#[test]
+fn http_statuses_map_to_the_grpc_codes_clients_infer() {
+    let mapped: Vec<(u16, u32)> = [400, 401, 403, 404, 429, 500, 502, 503, 504, 200]
+        .into_iter()
+        .map(|status| (status, grpc_status_for_http(status)))
+        .collect();
+    assert_eq!(
+        mapped,
+        [
+            (400, 13),
+            (401, 16),
+            (403, 7),
+            (404, 12),
+            (429, 14),
+            (500, 2),
+            (502, 14),
+            (503, 14),
+            (504, 14),
+            (200, 2)
+        ]
+    );
+}

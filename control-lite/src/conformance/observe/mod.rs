@@ -3,6 +3,7 @@
 //! sockets). Pure.
 
 use super::vector::Expect;
+use culvert_router::outcome::grpc_status_for_http;
 use http::HeaderMap;
 use std::collections::BTreeMap;
 
@@ -264,7 +265,7 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
         let actual = match (seen.grpc_status, seen.status) {
             (Some(code), _) => grpc_code_name(code),
             (None, Some(200)) => "OK",
-            (None, Some(status)) => grpc_code_name(grpc_code_of_http(status)),
+            (None, Some(status)) => grpc_code_name(grpc_status_for_http(status)),
             (None, None) => "Unavailable",
         };
         if actual != wanted {
@@ -321,20 +322,6 @@ pub fn grpc_code_name(code: u32) -> &'static str {
         .and_then(|code| NAMES.get(code))
         .copied()
         .unwrap_or("Unknown")
-}
-
-/// The gRPC status code a client infers from an HTTP response that carried no
-/// `grpc-status` (`grpc/doc/http-grpc-status-mapping.md`); a 200 without one is
-/// `Unknown`.
-pub fn grpc_code_of_http(status: u16) -> u32 {
-    match status {
-        400 => 13,
-        401 => 16,
-        403 => 7,
-        404 => 12,
-        429 | 502 | 503 | 504 => 14,
-        _ => 2,
-    }
 }
 
 /// Whether the share of a sample of `repeat` requests each Service served (`counts`)

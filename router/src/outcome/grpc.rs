@@ -1,0 +1,37 @@
+//! gRPC-shaped local answers: when the proxy itself answers a gRPC call (no route,
+//! no endpoints, a failed backend), the client gets the error as a `grpc-status`
+//! in a Trailers-Only response, as Envoy answers, instead of a bare HTTP status it
+//! would have to interpret. The code for each HTTP status is the one gRPC clients
+//! infer themselves (`grpc/doc/http-grpc-status-mapping.md`), so either way a
+//! client sees the same code.
+
+/// Whether a `content-type` value names gRPC: `application/grpc`, or a subtype
+/// such as `application/grpc+proto`, parameters allowed. gRPC-Web
+/// (`application/grpc-web`) is not gRPC on the wire and is left alone.
+pub fn is_grpc_content_type(value: &[u8]) -> bool {
+    let essence = value.split(|&b| b == b';').next().unwrap_or_default();
+    let essence = essence.trim_ascii();
+    let Some(rest) = strip_prefix_ignore_case(essence, b"application/grpc") else {
+        return false;
+    };
+    rest.is_empty() || rest.first() == Some(&b'+')
+}
+
+fn strip_prefix_ignore_case<'a>(value: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    let (head, rest) = value.split_at_checked(prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then_some(rest)
+}
+
+/// The gRPC status code that stands for HTTP `status` when no `grpc-status` came
+/// with it: `UNIMPLEMENTED` for 404, `UNAVAILABLE` for 429, 502, 503 and 504, and
+/// so on; `UNKNOWN` for a status the mapping does not name (a 200 included).
+pub fn grpc_status_for_http(status: u16) -> u32 {
+    match status {
+        400 => 13,
+        401 => 16,
+        403 => 7,
+        404 => 12,
+        429 | 502 | 503 | 504 => 14,
+        _ => 2,
+    }
+}
