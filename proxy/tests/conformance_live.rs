@@ -11,7 +11,7 @@ fn every_live_check_passes() {
         culvert_proxy::live::run_dir_live(&dir).unwrap_or_else(|why| panic!("{why}"));
     assert_eq!(tally.failed, 0, "{report}");
     // The static replay judges about 670 checks; live adds timeouts, retries,
-    // mirrors, WebSocket, protocols and gRPC calls (694 in all when this was
+    // mirrors, WebSocket, protocols and gRPC calls (697 in all when this was
     // written). A sudden drop means files stopped running.
     assert!(
         tally.passed >= 690,

@@ -14,8 +14,8 @@ use culvert_router::outcome::is_grpc_content_type;
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, Version};
 
-use super::SeenRequest;
 use super::reply::{Reply, ReplyBody};
+use super::{EchoConfig, SeenRequest};
 
 /// The service `echo-basic` implements.
 pub(super) const SERVICE: &str = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho";
@@ -39,9 +39,8 @@ pub(super) fn is_grpc(seen: &SeenRequest) -> bool {
             .is_some_and(|ty| is_grpc_content_type(ty.as_bytes()))
 }
 
-/// The backend's answer to the gRPC call `seen`, naming itself with `namespace`
-/// and `name`.
-pub(super) fn answer(seen: &SeenRequest, namespace: &str, name: &str) -> Reply {
+/// The backend's answer to the gRPC call `seen`, naming itself as `config` says.
+pub(super) fn answer(seen: &SeenRequest, config: &EchoConfig) -> Reply {
     let method = seen
         .path
         .strip_prefix('/')
@@ -53,7 +52,7 @@ pub(super) fn answer(seen: &SeenRequest, namespace: &str, name: &str) -> Reply {
     if let Err(why) = unary_message(&seen.body) {
         return status_only(Code::Internal, why);
     }
-    let message = echo_response(seen, namespace, name);
+    let message = echo_response(seen, config);
     let mut trailers = HeaderMap::new();
     trailers.insert("grpc-status", HeaderValue::from(Code::Ok as u16));
     let mut response = Response::new(ReplyBody::with_trailers(frame(&message), trailers));
@@ -105,7 +104,7 @@ pub(super) fn frame(message: &[u8]) -> Bytes {
 
 /// `EchoResponse { assertions: Assertions { fully_qualified_method, headers,
 /// authority, context: Context { namespace, ingress, service_name, pod } } }`.
-fn echo_response(seen: &SeenRequest, namespace: &str, name: &str) -> Vec<u8> {
+fn echo_response(seen: &SeenRequest, config: &EchoConfig) -> Vec<u8> {
     let mut assertions = Vec::new();
     put_bytes(&mut assertions, 1, seen.path.as_bytes());
     // grpc-go's metadata holds `:authority` and every ordinary header.
@@ -123,9 +122,9 @@ fn echo_response(seen: &SeenRequest, namespace: &str, name: &str) -> Vec<u8> {
     }
     put_bytes(&mut assertions, 3, seen.host.as_bytes());
     let mut context = Vec::new();
-    put_bytes(&mut context, 1, namespace.as_bytes());
-    put_bytes(&mut context, 3, name.as_bytes());
-    put_bytes(&mut context, 4, name.as_bytes());
+    put_bytes(&mut context, 1, config.namespace.as_bytes());
+    put_bytes(&mut context, 3, config.name.as_bytes());
+    put_bytes(&mut context, 4, config.pod().as_bytes());
     put_bytes(&mut assertions, 4, &context);
     let mut response = Vec::new();
     put_bytes(&mut response, 1, &assertions);

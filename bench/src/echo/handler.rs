@@ -114,7 +114,7 @@ pub(super) async fn handle(
 
     if grpc::is_grpc(&seen) {
         let config = &shared.config;
-        return Ok(grpc::answer(&seen, &config.namespace, &config.name));
+        return Ok(grpc::answer(&seen, config));
     }
     let path = parts.uri.path();
     if path == "/health" {
@@ -160,7 +160,7 @@ async fn echo(seen: &SeenRequest, uri: &http::Uri, shared: &Shared) -> Reply {
         namespace: &config.namespace,
         ingress: "",
         service: &config.name,
-        pod: &config.name,
+        pod: config.pod(),
         sni: "",
     };
     let body = match serde_json::to_vec_pretty(&echo) {

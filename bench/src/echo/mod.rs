@@ -60,8 +60,11 @@ pub enum EchoProtocol {
 /// `..EchoConfig::default()`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EchoConfig {
-    /// Reported as both `pod` and `service` in every echo.
+    /// Reported as `service` in every echo, and as `pod` unless the `pod` field is set.
     pub name: String,
+    /// Reported as `pod` in every echo when set: the pod a harness says this
+    /// backend stands for, when it is not named after the Service.
+    pub pod: Option<String>,
     /// Reported as `namespace` in every echo (empty by default, as upstream does when
     /// unset).
     pub namespace: String,
@@ -75,6 +78,11 @@ pub struct EchoConfig {
 }
 
 impl EchoConfig {
+    /// The name reported as `pod`.
+    pub(crate) fn pod(&self) -> &str {
+        self.pod.as_deref().unwrap_or(&self.name)
+    }
+
     /// A config with the given name and every other field at its default.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -95,6 +103,7 @@ impl Default for EchoConfig {
     fn default() -> Self {
         Self {
             name: "echo".to_owned(),
+            pod: None,
             namespace: String::new(),
             protocol: EchoProtocol::default(),
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
@@ -178,7 +187,7 @@ impl EchoBackend {
         self.addr
     }
 
-    /// The name reported as `pod` and `service`.
+    /// The name reported as `service`.
     pub fn name(&self) -> &str {
         &self.shared.config.name
     }

@@ -17,7 +17,7 @@ use culvert_router::path::{normalize_path, split_query};
 use culvert_router::{NoMatch, RequestView, RouteTable, RouteTableBuilder};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Compiled tables of one translation, one per data plane.
 pub struct Tables {
@@ -64,8 +64,6 @@ fn needs_live(request: &RequestSpec, expect: &Expect) -> Option<&'static str> {
         Some("needs a live TLS handshake with a client certificate")
     } else if expect.response_protocol.is_some() {
         Some("needs a live connection to observe the protocol")
-    } else if expect.backend_pods.is_some() {
-        Some("needs live pods to tell which pods served the request")
     } else {
         None
     }
@@ -356,14 +354,12 @@ fn http_exchange(
             response.append(name.clone(), value.clone());
         }
     }
+    let endpoint = backend.endpoints.first().map(SocketAddr::ip);
     Observed {
         status: Some(200),
         failure: None,
-        backend: backend
-            .endpoints
-            .first()
-            .and_then(|e| owners.owner(e.ip()))
-            .map(str::to_owned),
+        backend: endpoint.and_then(|ip| owners.owner(ip)).map(str::to_owned),
+        backend_pod: endpoint.and_then(|ip| owners.pod(ip)).map(str::to_owned),
         backend_path: Some(backend_path),
         backend_host: Some(backend_host),
         backend_method: Some(method_text),

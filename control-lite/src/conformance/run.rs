@@ -190,7 +190,7 @@ pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> Fi
     let mut cas = CaSet::new();
     let mut clock = Clock::default();
     let mut raw = file.resources.clone();
-    if let Err(why) = prepare(&mut raw, &mut cas, &mut clock) {
+    if let Err(why) = prepare(&mut raw, &mut cas, &mut clock, &backed_by_pods(file)) {
         report
             .details
             .push(format!("  resources could not be prepared: {why}"));
@@ -249,6 +249,21 @@ pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> Fi
         );
     }
     report
+}
+
+/// The Services a file's exchanges expect to reach other Services' pods through
+/// (`backend` and `backendPods`), which the test fills with those pods.
+fn backed_by_pods(file: &VectorFile) -> BTreeMap<String, String> {
+    let steps = file.steps.iter().flat_map(|step| &step.requests);
+    file.requests
+        .iter()
+        .chain(steps)
+        .filter_map(|exchange| {
+            let expect = &exchange.expect;
+            let service = expect.backend.clone()??;
+            Some((service, expect.backend_pods.clone()?))
+        })
+        .collect()
 }
 
 fn judge_state(

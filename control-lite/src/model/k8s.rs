@@ -96,6 +96,23 @@ pub struct Endpoint {
     /// Readiness.
     #[serde(default)]
     pub conditions: EndpointConditions,
+    /// The object behind the endpoint, usually its Pod.
+    #[serde(default, rename = "targetRef", skip_serializing_if = "Option::is_none")]
+    pub target_ref: Option<EndpointTarget>,
+}
+
+/// `Endpoint.targetRef`: the object an endpoint stands for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointTarget {
+    /// Kind, such as `Pod`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Name.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// `Endpoint.conditions`; absent `ready` means ready.

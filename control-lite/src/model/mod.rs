@@ -25,8 +25,8 @@ pub use gateway::{
 };
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{
-    ConfigMap, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, Namespace, Secret,
-    Service, ServicePort, ServiceSpec,
+    ConfigMap, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointTarget,
+    Namespace, Secret, Service, ServicePort, ServiceSpec,
 };
 pub use meta::{Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta};
 pub use route::{

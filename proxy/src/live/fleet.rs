@@ -1,6 +1,7 @@
 //! The echo backends of one live run: one `culvert_bench::EchoBackend` per endpoint
-//! address the translation produced, named after the Service that owns it, and the
-//! config rewritten to send each endpoint's traffic to its echo backend.
+//! address the translation produced, named after the Service that owns it and the
+//! pod the endpoint stands for, and the config rewritten to send each endpoint's
+//! traffic to its echo backend.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -40,8 +41,14 @@ impl Fleet {
                 .unwrap_or("unknown/unknown")
                 .to_owned();
             let (namespace, service) = owner.split_once('/').unwrap_or(("", owner.as_str()));
+            // The pod the endpoint stands for; pods live in their Service's namespace.
+            let pod = owners
+                .pod(endpoint.ip())
+                .and_then(|pod| pod.split_once('/'))
+                .map(|(_, pod)| pod.to_owned());
             let echo = EchoBackend::start(EchoConfig {
                 namespace: namespace.to_owned(),
+                pod,
                 ..EchoConfig::new(service)
             })
             .await

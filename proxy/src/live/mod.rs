@@ -9,8 +9,8 @@
 //! the same `Observed` the static replay computes, and judged by the same
 //! `check`. gRPC calls are unary `EchoRequest`s over h2c, judged by the
 //! `grpc-status` that came back. Exchanges that need what is not built yet are
-//! skipped with the reason: TLS passthrough, client certificates, TLS to backends,
-//! and per-pod identities.
+//! skipped with the reason: TLS passthrough, client certificates and TLS to
+//! backends.
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
 //! ports (80, 443, ...), so the harness must be allowed to bind them.
@@ -298,8 +298,6 @@ fn unsupported(exchange: &Exchange) -> Option<&'static str> {
     } else if expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some()
     {
         Some("TLS to backends is not supported")
-    } else if expect.backend_pods.is_some() {
-        Some("one echo backend stands for each Service; pods are not modelled")
     } else {
         None
     }
@@ -412,13 +410,13 @@ fn observed(
             .find_map(|fields| fields.get("grpc-status")?.to_str().ok()?.parse().ok())
             .unwrap_or_else(|| grpc_status_for_http(answer.status))
     });
-    let named = serde_json::from_slice::<serde_json::Value>(&answer.body)
-        .ok()
-        .and_then(|echo| {
-            let namespace = echo.get("namespace")?.as_str()?.to_owned();
-            let service = echo.get("service")?.as_str()?.to_owned();
-            Some(format!("{namespace}/{service}"))
-        });
+    let echo = serde_json::from_slice::<serde_json::Value>(&answer.body).ok();
+    let echoed = |field: &str| {
+        let echo = echo.as_ref()?;
+        let namespace = echo.get("namespace")?.as_str()?;
+        Some(format!("{namespace}/{}", echo.get(field)?.as_str()?))
+    };
+    let named = echoed("service");
     let backend = named.or_else(|| {
         let mut services: Vec<&str> = arrived.iter().map(|(s, _)| s.as_str()).collect();
         services.dedup();
@@ -446,6 +444,7 @@ fn observed(
         status: Some(answer.status),
         failure: None,
         backend: backend.filter(|_| seen.is_some()),
+        backend_pod: echoed("pod").filter(|_| seen.is_some()),
         backend_path: seen.map(|seen| seen.path.clone()),
         backend_host: seen.map(|seen| seen.host.clone()),
         backend_method: seen.map(|seen| seen.method.to_string()),

@@ -17,6 +17,8 @@ pub struct Observed {
     pub failure: Option<String>,
     /// `namespace/service` that served the request, if a backend did.
     pub backend: Option<String>,
+    /// `namespace/pod` of the endpoint that served it, when the endpoint names one.
+    pub backend_pod: Option<String>,
     /// Path and query the backend received.
     pub backend_path: Option<String>,
     /// `Host` the backend received.
@@ -91,6 +93,14 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
             return Err(format!("backend {:?}, expected {wanted}", seen.backend));
         }
         _ => {}
+    }
+    if let Some(wanted) = &expect.backend_pods {
+        if !is_pod_of(seen.backend_pod.as_deref(), wanted) {
+            return Err(format!(
+                "served by pod {:?}, expected a pod of {wanted}",
+                seen.backend_pod
+            ));
+        }
     }
     if let Some(namespace) = &expect.backend_namespace {
         if seen
@@ -294,6 +304,20 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether `pod` (`namespace/name`) is one of Service `service`'s pods
+/// (`namespace/name`): pods are named after what created them plus a suffix, as a
+/// Deployment names its pods, and upstream matches that prefix.
+fn is_pod_of(pod: Option<&str>, service: &str) -> bool {
+    let Some((pod_namespace, pod)) = pod.and_then(|pod| pod.split_once('/')) else {
+        return false;
+    };
+    let (namespace, name) = service.split_once('/').unwrap_or(("", service));
+    pod_namespace == namespace
+        && pod
+            .strip_prefix(name)
+            .is_some_and(|suffix| suffix.starts_with('-'))
 }
 
 /// The name of gRPC status `code` as the vectors spell it (`grpc/doc/statuscodes.md`).

@@ -19,10 +19,15 @@ pub const UNUSABLE_ADDRESS: &str = "192.0.2.1";
 
 /// Rewrites resources in place so they can be loaded: placeholders, generated
 /// certificates, timestamps and generations, synthesized EndpointSlices.
+///
+/// `backed_by` maps Services (`namespace/name`) whose EndpointSlices a test fills
+/// at run time to the Service whose pods it fills them with (a vector's
+/// `backend` and `backendPods`): their empty IPv4 slices get one such pod.
 pub fn prepare(
     resources: &mut Vec<Value>,
     cas: &mut CaSet,
     clock: &mut Clock,
+    backed_by: &BTreeMap<String, String>,
 ) -> Result<(), String> {
     for resource in resources.iter_mut() {
         replace_placeholders(resource);
@@ -33,6 +38,7 @@ pub fn prepare(
     }
     let synthesized = synthesize_endpoints(resources);
     resources.extend(synthesized);
+    back_with_pods(resources, backed_by);
     Ok(())
 }
 
@@ -92,15 +98,44 @@ impl Clock {
     }
 }
 
-/// The address a synthesized endpoint of Service number `index` gets: unique, and
-/// mapped back to its Service by [`EndpointOwners`].
+/// The address of synthesized endpoint number `index`: unique, and mapped back to
+/// its Service by [`EndpointOwners`].
 fn endpoint_ip(index: usize) -> IpAddr {
     let index = u32::try_from(index).unwrap_or(u32::MAX);
     IpAddr::V4(Ipv4Addr::from(0x0A00_0000 | (index << 4)))
 }
 
+/// A ready endpoint at `ip` standing for pod `namespace/pod`.
+fn pod_endpoint(ip: IpAddr, namespace: &str, pod: &str) -> Value {
+    json!({
+        "addresses": [ip.to_string()],
+        "conditions": {"ready": true},
+        "targetRef": {"kind": "Pod", "namespace": namespace, "name": pod}
+    })
+}
+
+fn services(resources: &[Value]) -> impl Iterator<Item = &Value> {
+    resources
+        .iter()
+        .filter(|r| r["kind"] == "Service" && r["apiVersion"] == "v1")
+}
+
+/// `namespace/name` of a Service, and the slice label that names it.
+fn service_key(service: &Value) -> (&str, &str) {
+    let namespace = service["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default");
+    (
+        namespace,
+        service["metadata"]["name"].as_str().unwrap_or_default(),
+    )
+}
+
 /// EndpointSlices for every Service with a selector and no slice of its own: the
-/// suite backs those with echo pods. One ready endpoint per Service.
+/// suite backs those with echo pods. One ready endpoint per Service, with an address
+/// of its own, standing for a pod named after the first Service with the same
+/// selector (Services that select alike share their pods, as a headless Service
+/// shares a Deployment's).
 fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
     let with_slices: BTreeSet<(String, String)> = resources
         .iter()
@@ -111,21 +146,17 @@ fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
             Some((ns.to_owned(), service.to_owned()))
         })
         .collect();
+    let mut pods: BTreeMap<(&str, String), String> = BTreeMap::new();
     let mut out = Vec::new();
-    for (index, service) in resources
-        .iter()
-        .filter(|r| r["kind"] == "Service" && r["apiVersion"] == "v1")
-        .enumerate()
-    {
-        let namespace = service["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = service["metadata"]["name"].as_str().unwrap_or_default();
-        if service["spec"]["selector"].is_null()
-            || with_slices.contains(&(namespace.to_owned(), name.to_owned()))
-        {
+    for (index, service) in services(resources).enumerate() {
+        let (namespace, name) = service_key(service);
+        let selector = &service["spec"]["selector"];
+        if selector.is_null() || with_slices.contains(&(namespace.to_owned(), name.to_owned())) {
             continue;
         }
+        let pod = pods
+            .entry((namespace, selector.to_string()))
+            .or_insert_with(|| format!("{name}-0"));
         let ports: Vec<Value> = service["spec"]["ports"]
             .as_array()
             .map(|ports| {
@@ -148,43 +179,93 @@ fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
                 "generation": 1
             },
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [endpoint_ip(index).to_string()], "conditions": {"ready": true}}],
+            "endpoints": [pod_endpoint(endpoint_ip(index), namespace, pod)],
             "ports": ports
         }));
     }
     out
 }
 
-/// Which Service each endpoint address belongs to, from the loaded EndpointSlices:
-/// how the static replay names the backend a request reached.
+/// Fills the empty IPv4 EndpointSlices of each Service in `backed_by` with one
+/// endpoint, at an address of its own, standing for a pod of the Service it maps
+/// to: what a test that patches slices with another Deployment's pods sets up.
+fn back_with_pods(resources: &mut [Value], backed_by: &BTreeMap<String, String>) {
+    let mut next_ip = services(resources).count();
+    for (service, pods_of) in backed_by {
+        let Some((pod_namespace, pod_service)) = pods_of.split_once('/') else {
+            continue;
+        };
+        let pod = format!("{pod_service}-0");
+        for slice in resources
+            .iter_mut()
+            .filter(|r| r["kind"] == "EndpointSlice")
+        {
+            let namespace = slice["metadata"]["namespace"].as_str().unwrap_or("default");
+            let owner = slice["metadata"]["labels"]["kubernetes.io/service-name"]
+                .as_str()
+                .unwrap_or_default();
+            let ipv4 = slice["addressType"].as_str().is_none_or(|t| t == "IPv4");
+            let empty = slice["endpoints"].as_array().is_none_or(Vec::is_empty);
+            if format!("{namespace}/{owner}") != *service || !ipv4 || !empty {
+                continue;
+            }
+            slice["endpoints"] = json!([pod_endpoint(endpoint_ip(next_ip), pod_namespace, &pod)]);
+            next_ip += 1;
+        }
+    }
+}
+
+/// Which Service each endpoint address belongs to, and which pod it stands for, from
+/// the loaded EndpointSlices: how the static replay names the backend and the pod a
+/// request reached.
 #[derive(Debug, Clone, Default)]
-pub struct EndpointOwners(BTreeMap<IpAddr, String>);
+pub struct EndpointOwners {
+    services: BTreeMap<IpAddr, String>,
+    pods: BTreeMap<IpAddr, String>,
+}
 
 impl EndpointOwners {
     /// Indexes every slice in `resources`.
     pub fn from_resources(resources: &[Resource]) -> Self {
-        let mut owners = BTreeMap::new();
+        let mut owners = Self::default();
         for resource in resources {
             if let Resource::EndpointSlice(slice) = resource {
                 let Some(service) = slice.service_name() else {
                     continue;
                 };
-                let owner = format!("{}/{service}", slice.metadata.namespace());
+                let namespace = slice.metadata.namespace();
+                let owner = format!("{namespace}/{service}");
                 for endpoint in &slice.endpoints {
+                    let pod = endpoint
+                        .target_ref
+                        .as_ref()
+                        .filter(|target| target.kind.as_deref() == Some("Pod"))
+                        .and_then(|target| {
+                            let pod_namespace = target.namespace.as_deref().unwrap_or(namespace);
+                            Some(format!("{pod_namespace}/{}", target.name.as_deref()?))
+                        });
                     for address in &endpoint.addresses {
                         if let Ok(ip) = address.parse() {
-                            owners.insert(ip, owner.clone());
+                            owners.services.insert(ip, owner.clone());
+                            if let Some(pod) = &pod {
+                                owners.pods.insert(ip, pod.clone());
+                            }
                         }
                     }
                 }
             }
         }
-        Self(owners)
+        owners
     }
 
     /// The `namespace/service` owning an endpoint address.
     pub fn owner(&self, ip: IpAddr) -> Option<&str> {
-        self.0.get(&ip).map(String::as_str)
+        self.services.get(&ip).map(String::as_str)
+    }
+
+    /// The `namespace/pod` an endpoint address stands for, if its slice names one.
+    pub fn pod(&self, ip: IpAddr) -> Option<&str> {
+        self.pods.get(&ip).map(String::as_str)
     }
 }
 
@@ -258,3 +339,6 @@ impl AddressAssigner for LoopbackAddresses {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests;
