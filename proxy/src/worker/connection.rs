@@ -4,10 +4,10 @@
 //! knowledge works on clear-text listeners), with upgrades, served until the client
 //! closes or the worker drains.
 //!
-//! h2c by `Upgrade: h2c` is not offered: RFC 9113 deprecates it, and RFC 9110 lets a
-//! server ignore an `Upgrade` it does not take, so such a request is answered over
-//! HTTP/1.1. On drain, each connection is shut down gracefully: HTTP/1.1 closes after
-//! the response in flight, HTTP/2 sends GOAWAY and finishes its open streams.
+//! A clear-text HTTP/1.1 request may also switch the connection to h2c by
+//! `Upgrade: h2c` (see [`super::h2c`]). On drain, each connection is shut down
+//! gracefully: HTTP/1.1 closes after the response in flight, HTTP/2 sends GOAWAY and
+//! finishes its open streams.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -28,6 +28,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::Worker;
 use super::drain::DrainWatch;
+use super::h2c;
 use super::headers::IpText;
 use super::http1::{self, HEADER_READ_TIMEOUT};
 use super::sniff::{self, HttpVersion, Prefixed};
@@ -190,7 +191,30 @@ async fn serve_http<I>(
     };
     match version {
         HttpVersion::Http1 => {
-            http1::serve(&worker, Box::new(io), prefix, &info, &mut drain).await;
+            let switched = http1::serve(&worker, Box::new(io), prefix, &info, &mut drain).await;
+            let Some(http1::SwitchedToH2c {
+                mut io,
+                read,
+                stream_one,
+            }) = switched
+            else {
+                return;
+            };
+            let opened = h2c::after_client_preface(&mut *io, read, &stream_one);
+            let read = tokio::select! {
+                opened = tokio::time::timeout(HEADER_READ_TIMEOUT, opened) => opened,
+                () = drain.drained() => return,
+            };
+            let Ok(Some(read)) = read else {
+                return;
+            };
+            Box::pin(serve_http2(
+                Rc::clone(&worker),
+                Prefixed::new(read, io),
+                info,
+                drain,
+            ))
+            .await;
         }
         // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
         // line keeps every HTTP/1 connection's task (what an idle client costs) small.
@@ -213,7 +237,7 @@ async fn serve_http2<I>(
     info: Rc<ConnectionInfo>,
     mut drain: DrainWatch<'_>,
 ) where
-    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    I: AsyncRead + AsyncWrite + Unpin + 'static,
 {
     // HTTP/2 moves each request future into a task of its own: boxed, a pointer is
     // moved instead of the whole future.

@@ -85,13 +85,16 @@ pub(crate) fn request_host(
 }
 
 /// The protocol an HTTP/1.1 request asks to upgrade to (`Upgrade` named in
-/// `Connection`), such as `websocket`.
+/// `Connection`), such as `websocket`. `h2c` is not one to pass on: it is about
+/// this connection alone, and is taken here or not at all (`super::h2c`).
 pub(crate) fn upgrade_protocol(headers: &HeaderMap, version: Version) -> Option<HeaderValue> {
     if version != Version::HTTP_11 {
         return None;
     }
     let upgrade = headers.get(header::UPGRADE)?;
-    has_token(headers, &header::CONNECTION, "upgrade").then(|| upgrade.clone())
+    let only_h2c =
+        field_tokens(headers, &header::UPGRADE).all(|token| token.eq_ignore_ascii_case("h2c"));
+    (!only_h2c && has_token(headers, &header::CONNECTION, "upgrade")).then(|| upgrade.clone())
 }
 
 /// The comma-separated items of every `name` field (trimmed; fields that are not

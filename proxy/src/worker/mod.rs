@@ -17,6 +17,7 @@ mod connection;
 #[cfg(test)]
 mod counting_waker;
 mod drain;
+mod h2c;
 mod headers;
 mod http1;
 mod listen;

@@ -147,6 +147,9 @@ fn upgrades_need_connection_upgrade_on_http11() {
         "websocket"
     );
     assert!(upgrade_protocol(&headers, Version::HTTP_2).is_none());
+    // h2c is this connection's business, never passed on.
+    headers.insert("upgrade", HeaderValue::from_static("H2C"));
+    assert!(upgrade_protocol(&headers, Version::HTTP_11).is_none());
 }
 
 #[test]

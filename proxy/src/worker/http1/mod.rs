@@ -7,6 +7,8 @@
 //! The connection closes after a response when the client asked for it, when an
 //! HTTP/1.0 client did not ask to keep it, when a request body was left unread (its
 //! rest is not waited for), when a body was cut short, or when the worker drains.
+//! A clear-text request that asks for h2c by upgrade switches the connection to
+//! HTTP/2 (see [`super::h2c`]).
 //! Malformed heads are answered 400, heads over the size limits 431, and the
 //! connection closes. A client gets [`HEADER_READ_TIMEOUT`] to send each head,
 //! idle time between requests included (measured from the worker tick in which
@@ -32,12 +34,13 @@ use super::Worker;
 use super::body::ClientBody;
 use super::connection::ConnectionInfo;
 use super::drain::{Drain, DrainWatch};
+use super::h2c;
 use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
 use super::sniff::Prefixed;
 use super::wire::{
-    RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
+    BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
 };
 
 mod body;
@@ -66,15 +69,26 @@ const LINGER_BYTES: usize = 1024 * 1024;
 /// upgrade request.
 pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
 
+/// A connection switched to h2c by an upgrade request: the `101` is written.
+pub(crate) struct SwitchedToH2c {
+    pub(crate) io: Box<dyn Io>,
+    /// What the client sent past the upgrade request.
+    pub(crate) read: BytesMut,
+    /// The upgrade request as the HTTP/2 frame of stream 1 (see [`super::h2c`]).
+    pub(crate) stream_one: Vec<u8>,
+}
+
 /// Serves requests on `io` (whose first bytes, `read`, were taken off it already)
-/// until the client closes, a response ends the connection, or the worker drains.
+/// until the client closes, a response ends the connection, or the worker drains;
+/// or until a clear-text request switches the connection to h2c, which is then
+/// returned to be served as HTTP/2.
 pub(super) async fn serve(
     worker: &Rc<Worker>,
     io: Box<dyn Io>,
     read: BytesMut,
     info: &ConnectionInfo,
     drain: &mut DrainWatch<'_>,
-) {
+) -> Option<SwitchedToH2c> {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
     let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
     // The tick the deadline was last set in.
@@ -101,12 +115,20 @@ pub(super) async fn serve(
                 head = read_head(&conn) => match head {
                     Some(Ok(head)) => head,
                     Some(Err(error)) => break 'serve Some(error),
-                    None => return,
+                    None => return None,
                 },
-                () = drain.drained() => return,
-                () = deadline.as_mut() => return,
+                () = drain.drained() => return None,
+                () = deadline.as_mut() => return None,
             }
         };
+        // An upgrade names `Upgrade` in `Connection`: nothing is looked up unless
+        // `Connection` named a field.
+        let clear_text = info.tls.is_none() && !info.tunnel;
+        if clear_text && head.names_fields && h2c::wants_h2c(&head.request, head.body) {
+            if let Some(stream_one) = h2c::stream_one(&head.request) {
+                return switch_to_h2c(&conn, stream_one).await;
+            }
+        }
         // Boxed: the request's future (several kilobytes) exists only while a request
         // is in flight, so an idle kept-alive connection holds just this loop.
         let exchange = Box::pin(serve_one(worker, &conn, head, info));
@@ -115,7 +137,7 @@ pub(super) async fn serve(
             Next::Close => break 'serve None,
             Next::Upgrade(handover) => {
                 hand_over(&conn, handover);
-                return;
+                return None;
             }
         }
     };
@@ -124,6 +146,19 @@ pub(super) async fn serve(
         let _ = write_last(&conn, &mut error_response(error).to_vec()).await;
     }
     close(&conn, deadline).await;
+    None
+}
+
+/// Writes the `101` that switches to h2c and hands the connection over.
+async fn switch_to_h2c(conn: &RefCell<Conn>, stream_one: Vec<u8>) -> Option<SwitchedToH2c> {
+    write_out(conn, &mut h2c::SWITCHING.to_vec()).await.ok()?;
+    poll_fn(|cx| conn.borrow_mut().poll_flush(cx)).await.ok()?;
+    let (io, read) = conn.borrow_mut().take_io();
+    Some(SwitchedToH2c {
+        io,
+        read,
+        stream_one,
+    })
 }
 
 /// Reads until a whole request head is in; `None` when the client closed (or
@@ -175,11 +210,13 @@ fn serve_one<'a>(
         keep_alive,
         trailers,
     };
-    let exchange = conn.borrow_mut().start_body(body, expect_continue);
-    // An upgrade needs `Connection: upgrade`: no lookup unless `Connection` named a field.
-    let upgrade = names_fields
+    // An upgrade needs `Connection: upgrade`: no lookup unless `Connection` named a
+    // field. A request with a body is forwarded as an ordinary one, its `Upgrade`
+    // ignored (as RFC 9110 allows): the switch would have to wait for the body.
+    let upgrade = (names_fields && body == BodyFraming::Empty)
         .then(|| upgrade_protocol(request.headers(), request.version()))
         .flatten();
+    let exchange = conn.borrow_mut().start_body(body, expect_continue);
     let (handover, upgrade) = match upgrade {
         Some(_) => {
             let (handover, upgraded) = oneshot::channel();
