@@ -15,14 +15,11 @@ mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use culvert_bench::{EchoBackend, EchoConfig};
-use culvert_proxy::{ServeConfig, Server};
-use http::StatusCode;
-use serde_json::json;
-use support::{free_port, put_config};
+use culvert_proxy::Server;
+use support::proxy_to;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -159,29 +156,8 @@ impl Client {
 /// A proxy with one worker routing `echo.example` to an echo backend.
 async fn proxy() -> (Server, SocketAddr, EchoBackend) {
     let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
-    let (server, addr) = proxy_to(echo.addr()).await;
+    let (server, addr) = proxy_to(echo.addr(), &["echo.example"]).await;
     (server, addr, echo)
-}
-
-/// A proxy with one worker routing `echo.example` to `backend`.
-async fn proxy_to(backend: SocketAddr) -> (Server, SocketAddr) {
-    let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .with_workers(NonZeroUsize::new(1).unwrap());
-    let server = Server::start(config).unwrap();
-    let port = free_port();
-    let reply = put_config(
-        server.control_addr(),
-        &json!({
-            "version": 1,
-            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
-            "httpRoutes": [{"name": "echo", "listeners": ["http"], "hostnames": ["echo.example"],
-                "rules": [{"backends": [{"name": "echo", "endpoints": [backend.to_string()]}]}]}]
-        }),
-        None,
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 /// A backend that answers each request head with `answer` (or never, when empty)
@@ -446,7 +422,7 @@ async fn a_client_going_away_cancels_its_request_upstream() {
         // The backend never answers; only the proxy dropping the exchange ends its
         // connection.
         let (backend, mut closes) = raw_backend(b"").await;
-        let (_server, addr) = proxy_to(backend).await;
+        let (_server, addr) = proxy_to(backend, &["echo.example"]).await;
         let mut client = Client::connect(addr).await;
         client
             .send(b"GET /slow HTTP/1.1\r\nhost: echo.example\r\n\r\n")
@@ -470,7 +446,7 @@ async fn trailers_reach_only_clients_that_take_them() {
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nx-sum: 7\r\n\r\n",
         )
         .await;
-        let (_server, addr) = proxy_to(backend).await;
+        let (_server, addr) = proxy_to(backend, &["echo.example"]).await;
         let mut client = Client::connect(addr).await;
         client
             .send(b"GET /t HTTP/1.1\r\nhost: echo.example\r\nte: trailers\r\n\r\n")

@@ -10,15 +10,13 @@
 
 mod support;
 
-use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use culvert_bench::{EchoBackend, EchoConfig, EchoProtocol};
-use culvert_proxy::{ServeConfig, Server};
-use http::{StatusCode, Version};
+use culvert_proxy::Server;
+use http::Version;
 use serde_json::{Value, json};
-use support::{free_port, put_config};
+use support::proxy_to;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -40,23 +38,8 @@ async fn serving() -> (Server, EchoBackend, u16) {
     let echo = EchoBackend::start(EchoConfig::new("echo").with_protocol(EchoProtocol::Http1))
         .await
         .unwrap();
-    let config =
-        ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0))).with_workers(NonZeroUsize::MIN);
-    let server = Server::start(config).unwrap();
-    let port = free_port();
-    let reply = put_config(
-        server.control_addr(),
-        &json!({
-            "version": 1,
-            "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
-            "httpRoutes": [{"name": "up", "listeners": ["web"], "hostnames": ["up.example"],
-                "rules": [{"backends": [{"name": "echo", "endpoints": [echo.addr().to_string()]}]}]}]
-        }),
-        None,
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    (server, echo, port)
+    let (server, addr) = proxy_to(echo.addr(), &["up.example"]).await;
+    (server, echo, addr.port())
 }
 
 /// Reads an HTTP/1.1 response head.

@@ -535,29 +535,38 @@ async fn start_grpc_backend() -> SocketAddr {
     addr
 }
 
+/// A data plane with one gRPC route (`demo.Echo/Say` on `grpc.example`) to
+/// `endpoints`, and an h2c connection to it.
+async fn grpc_route(
+    endpoints: &[String],
+) -> (Server, hyper::client::conn::http2::SendRequest<Full<Bytes>>) {
+    let port = free_port();
+    let server = start();
+    push(&server, &json!({
+        "version": 1,
+        "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
+        "grpcRoutes": [{"name": "echo", "listeners": ["web"], "hostnames": ["grpc.example"],
+            "rules": [{"matches": [{"method": {"type": "Exact", "service": "demo.Echo", "method": "Say"}}],
+                       "backends": [{"name": "grpc", "endpoints": endpoints}]}]}]
+    }))
+    .await;
+    let stream = TcpStream::connect(local(port)).await.unwrap();
+    let (sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    (server, sender)
+}
+
 #[tokio::test]
 async fn grpc_over_h2c_carries_trailers_both_ways() {
     use http_body_util::BodyExt as _;
     tokio::time::timeout(LIMIT, async {
         let backend = start_grpc_backend().await;
-        let port = free_port();
-        let server = start();
-        push(&server, &json!({
-            "version": 1,
-            "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
-            "grpcRoutes": [{"name": "echo", "listeners": ["web"], "hostnames": ["grpc.example"],
-                "rules": [{"matches": [{"method": {"type": "Exact", "service": "demo.Echo", "method": "Say"}}],
-                           "backends": [{"name": "grpc", "endpoints": [backend.to_string()]}]}]}]
-        }))
-        .await;
-        let stream = TcpStream::connect(local(port)).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(stream),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(connection);
+        let (server, mut sender) = grpc_route(&[backend.to_string()]).await;
         let call = |path: &str| {
             Request::post(format!("http://grpc.example{path}"))
                 .version(Version::HTTP_2)
@@ -570,8 +579,14 @@ async fn grpc_over_h2c_carries_trailers_both_ways() {
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()["content-type"], "application/grpc");
         let collected = response.into_body().collect().await.unwrap();
-        let trailers = collected.trailers().cloned().expect("trailers reach the client");
-        assert_eq!(collected.to_bytes(), Bytes::from_static(b"\x00\x00\x00\x00\x02hi"));
+        let trailers = collected
+            .trailers()
+            .cloned()
+            .expect("trailers reach the client");
+        assert_eq!(
+            collected.to_bytes(),
+            Bytes::from_static(b"\x00\x00\x00\x00\x02hi")
+        );
         assert_eq!(trailers["grpc-status"], "0");
         assert_eq!(trailers["x-seen-path"], "/demo.Echo/Say");
         assert_eq!(trailers["x-seen-bytes"], "8");
@@ -586,24 +601,7 @@ async fn grpc_over_h2c_carries_trailers_both_ways() {
 async fn grpc_calls_the_proxy_answers_itself_get_a_grpc_status() {
     use http_body_util::BodyExt as _;
     tokio::time::timeout(LIMIT, async {
-        let port = free_port();
-        let server = start();
-        push(&server, &json!({
-            "version": 1,
-            "listeners": [{"name": "web", "port": port, "protocol": "HTTP"}],
-            "grpcRoutes": [{"name": "echo", "listeners": ["web"], "hostnames": ["grpc.example"],
-                "rules": [{"matches": [{"method": {"type": "Exact", "service": "demo.Echo", "method": "Say"}}],
-                           "backends": [{"name": "grpc", "endpoints": []}]}]}]
-        }))
-        .await;
-        let stream = TcpStream::connect(local(port)).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(stream),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(connection);
+        let (server, mut sender) = grpc_route(&[]).await;
         let call = |path: &str, content_type: &str| {
             Request::post(format!("http://grpc.example{path}"))
                 .version(Version::HTTP_2)
@@ -626,11 +624,17 @@ async fn grpc_calls_the_proxy_answers_itself_get_a_grpc_status() {
             assert_eq!(headers["grpc-status"], code, "{path}");
             assert_eq!(headers["grpc-message"], message, "{path}");
             let collected = response.into_body().collect().await.unwrap();
-            assert!(collected.trailers().is_none(), "Trailers-Only: all in the head");
+            assert!(
+                collected.trailers().is_none(),
+                "Trailers-Only: all in the head"
+            );
             assert!(collected.to_bytes().is_empty());
         }
         // A request that is not gRPC keeps its HTTP status.
-        let response = sender.send_request(call("/demo.Echo/Other", "application/json")).await.unwrap();
+        let response = sender
+            .send_request(call("/demo.Echo/Other", "application/json"))
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
         assert!(response.headers().get("grpc-status").is_none());
         // Metrics count what the proxy decided: one 5xx (with its reason) and two 4xx.

@@ -13,16 +13,13 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use culvert_proxy::{ServeConfig, Server};
 use http::{Method, Request, StatusCode};
 use http_body_util::Full;
-use serde_json::json;
-use support::{free_port, put_config, send, try_send};
+use support::{proxy_to, send, try_send};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -168,28 +165,6 @@ async fn read_body(stream: &mut TcpStream, buf: &mut Vec<u8>, head: &str) -> Vec
     buf.drain(..length).collect()
 }
 
-/// A data plane with one worker (so every request shares one pool) routing
-/// everything to `backend`; returns it and its HTTP address.
-async fn proxy_to(backend: SocketAddr) -> (Server, SocketAddr) {
-    let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .with_workers(NonZeroUsize::new(1).unwrap());
-    let server = Server::start(config).unwrap();
-    let port = free_port();
-    let reply = put_config(
-        server.control_addr(),
-        &json!({
-            "version": 1,
-            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
-            "httpRoutes": [{"name": "all", "listeners": ["http"],
-                "rules": [{"backends": [{"name": "b", "endpoints": [backend.to_string()]}]}]}]
-        }),
-        None,
-    )
-    .await;
-    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    (server, SocketAddr::from(([127, 0, 0, 1], port)))
-}
-
 fn request(method: Method, path: &str, body: &'static [u8]) -> Request<Full<Bytes>> {
     Request::builder()
         .method(method)
@@ -215,7 +190,7 @@ async fn keep_alive_reuses_one_backend_connection_for_every_framing() {
             _ => Act::Answer(OK_HELLO),
         })
         .await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         let first = send(addr, request(Method::GET, "/one?x=1", b"")).await;
         assert_eq!((first.status, &first.body[..]), (StatusCode::OK, &b"hello"[..]));
         let chunked = send(addr, request(Method::GET, "/two", b"")).await;
@@ -265,7 +240,7 @@ async fn a_body_until_close_ends_with_the_connection_and_is_not_reused() {
             _ => Act::Answer(OK_HELLO),
         })
         .await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         let first = send(addr, request(Method::GET, "/", b"")).await;
         assert_eq!(&first.body[..], b"until close");
         let second = send(addr, request(Method::GET, "/", b"")).await;
@@ -282,7 +257,7 @@ async fn a_pooled_connection_the_backend_closed_is_replaced() {
     tokio::time::timeout(LIMIT, async {
         // Keep-alive answers, but the backend closes each connection right after.
         let (backend, record) = scripted_backend(|_| Act::AnswerAndClose(OK_HELLO)).await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         for _ in 0..3 {
             let reply = send(addr, request(Method::GET, "/", b"")).await;
             assert_eq!(
@@ -317,7 +292,7 @@ async fn broken_answers_fail_the_request_but_not_the_next_one() {
             _ => Act::Answer(OK_HELLO),
         })
         .await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         // The head went out before the body broke: the client sees a cut body.
         let truncated = try_send(addr, request(Method::GET, "/", b"")).await;
         assert!(truncated.is_err(), "{truncated:?}");
@@ -348,7 +323,7 @@ async fn raw_exchange(addr: SocketAddr, head: &[u8], body: &[u8]) -> String {
 async fn uploads_stream_sized_or_chunked() {
     tokio::time::timeout(LIMIT, async {
         let (backend, record) = scripted_backend(|_| Act::Answer(OK_HELLO)).await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         let head = format!(
             "PUT /sized HTTP/1.1\r\nhost: a.example\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
@@ -388,7 +363,7 @@ async fn an_early_answer_to_an_upload_reaches_the_client() {
             _ => Act::Answer(OK_HELLO),
         })
         .await;
-        let (server, addr) = proxy_to(backend).await;
+        let (server, addr) = proxy_to(backend, &[]).await;
         let body = vec![b'x'; 64 * 1024];
         let head = format!(
             "POST /upload HTTP/1.1\r\nhost: a.example\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",

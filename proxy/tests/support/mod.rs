@@ -7,8 +7,10 @@
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a subset")]
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 
 use bytes::Bytes;
+use culvert_proxy::{ServeConfig, Server};
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -252,4 +254,27 @@ where
     let mut reply = vec![0u8; 2 + text.len()];
     stream.read_exact(&mut reply).await.unwrap();
     reply
+}
+
+/// A data plane with one worker (so every request shares one pool) routing requests
+/// for `hostnames` (every request, when empty) to `backend`; returns it and its
+/// HTTP address.
+pub async fn proxy_to(backend: SocketAddr, hostnames: &[&str]) -> (Server, SocketAddr) {
+    let config =
+        ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0))).with_workers(NonZeroUsize::MIN);
+    let server = Server::start(config).unwrap();
+    let port = free_port();
+    let reply = put_config(
+        server.control_addr(),
+        &serde_json::json!({
+            "version": 1,
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+            "httpRoutes": [{"name": "route", "listeners": ["http"], "hostnames": hostnames,
+                "rules": [{"backends": [{"name": "b", "endpoints": [backend.to_string()]}]}]}]
+        }),
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
