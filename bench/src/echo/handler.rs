@@ -2,9 +2,10 @@
 //!
 //! Records it, then routes like upstream `echo-basic`: gRPC calls to `grpc`, then
 //! `/health`, `/status/NNN`, `/retry/…` and, for everything else, the JSON echo
-//! with `?delay=` and `X-Echo-Set-Header`. A WebSocket upgrade on any path is accepted and handed to
-//! `ws`. Bad input gets a 4xx; only a `/retry/` attempt without `responseCode`
-//! fails the connection (HTTP/1) or the stream (HTTP/2) on purpose.
+//! with `?delay=` and `X-Echo-Set-Header`. A WebSocket upgrade on any path is
+//! accepted and handed to `ws`. Bad input gets a 4xx; only a `/retry/` attempt
+//! without `responseCode` fails the connection (HTTP/1) or the stream (HTTP/2) on
+//! purpose.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};

@@ -1,8 +1,9 @@
 //! The client side of a live exchange: one request as a vector describes it, sent
 //! over a real socket (TCP, or TLS with the vector's SNI and ALPN), as HTTP/1.1,
 //! HTTP/2 (ALPN h2, or h2c with prior knowledge; gRPC calls go this way) or a
-//! WebSocket upgrade plus one text frame. Server certificates are not verified: the vectors say a harness may
-//! skip that, and the handshake itself is what is judged.
+//! WebSocket upgrade plus one text frame. Server certificates are not verified:
+//! the vectors say a harness may skip that, and the handshake itself is what is
+//! judged.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
