@@ -257,3 +257,80 @@ async fn manifests_are_followed_and_a_broken_edit_keeps_the_running_config() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn access_log_lines_carry_the_grpc_status() {
+    use http_body_util::BodyExt as _;
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("grpc")).await.unwrap();
+        let port = free_port();
+        let dir = temp_dir("grpc-log");
+        let config = dir.join("config.json");
+        let service = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho";
+        let document = json!({
+            "version": 1,
+            "listeners": [{"name": "web", "address": "127.0.0.1", "port": port, "protocol": "HTTP"}],
+            "grpcRoutes": [{"name": "g", "listeners": ["web"], "rules": [
+                {"matches": [{"method": {"type": "Exact", "service": service}}],
+                 "backends": [{"name": "grpc", "endpoints": [echo.addr().to_string()]}]}]}]
+        });
+        std::fs::write(&config, document.to_string()).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+            .args(["serve", "--control", "127.0.0.1:0", "--workers", "1"])
+            .args(["--access-log-sample", "1"])
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _reaper = Reaper(child.id());
+        let stdout = child.stdout.take().unwrap();
+        let (lines, mut logged) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        wait_until_listening(addr).await;
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        // (path, where the status comes from, the status)
+        let calls = [
+            (format!("/{service}/Echo"), "the backend's trailers", 0),
+            (format!("/{service}/EchoThree"), "the backend's head", 12),
+            ("/other.Service/Call".to_owned(), "the proxy's own answer", 12),
+        ];
+        for (path, _, _) in &calls {
+            let request = http::Request::post(format!("http://grpc.example{path}"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(http_body_util::Full::new(bytes::Bytes::from_static(&[0; 5])))
+                .unwrap();
+            let response = sender.send_request(request).await.unwrap();
+            response.into_body().collect().await.unwrap();
+        }
+        let mut seen = std::collections::HashMap::new();
+        while seen.len() < calls.len() {
+            let line = logged.recv().await.expect("the log ended early");
+            let line: serde_json::Value = serde_json::from_str(&line).unwrap();
+            seen.insert(line["target"].as_str().unwrap().to_owned(), line);
+        }
+        for (path, from, code) in &calls {
+            assert_eq!(seen[path]["grpcStatus"], *code, "{path}: from {from}");
+        }
+        let no_route = &seen["/other.Service/Call"];
+        assert_eq!(no_route["status"], 404, "the log keeps the HTTP status");
+        child.kill().unwrap();
+        let _ = child.wait();
+        std::fs::remove_dir_all(&dir).unwrap();
+    })
+    .await
+    .unwrap();
+}

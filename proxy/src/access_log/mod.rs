@@ -4,7 +4,8 @@
 //! Workers hand finished lines over a bounded channel ([`AccessLog::write`] never
 //! blocks); when the channel is full the line is dropped and counted, and the count
 //! is reported on the next line written. Sampling keeps a fraction of successful
-//! requests; every request answered with a 5xx or a backend failure is logged.
+//! requests; every request answered with a 5xx, a backend failure or a gRPC status
+//! other than `OK` is logged.
 //! Never formats anything for a request it will not log.
 
 use std::io::Write as _;

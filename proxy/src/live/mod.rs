@@ -35,7 +35,7 @@ use culvert_control_lite::conformance::prepare::EndpointOwners;
 use culvert_control_lite::conformance::run::{ExchangeJudge, Tally, run_dir_with};
 use culvert_control_lite::conformance::vector::{Exchange, RequestSpec};
 use culvert_control_lite::translate::Translation;
-use culvert_router::outcome::grpc_status_for_http;
+use culvert_router::outcome::{grpc_status, grpc_status_for_http};
 use http::{HeaderName, HeaderValue, Request, Version};
 use http_body_util::Full;
 
@@ -407,7 +407,7 @@ fn observed(
             .trailers
             .iter()
             .chain([&answer.headers])
-            .find_map(|fields| fields.get("grpc-status")?.to_str().ok()?.parse().ok())
+            .find_map(grpc_status)
             .unwrap_or_else(|| grpc_status_for_http(answer.status))
     });
     let echo = serde_json::from_slice::<serde_json::Value>(&answer.body).ok();

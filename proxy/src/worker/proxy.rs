@@ -25,9 +25,9 @@ use bytes::Bytes;
 use culvert_connector::io::{TunnelBody, TunnelUpgrade};
 use culvert_router::config::{AppProtocol, Unavailable};
 use culvert_router::outcome::{
-    RedirectRequest, apply_header_modifier, grpc_status_for_http, is_grpc_content_type,
-    is_preflight, preflight_response, redirect_location, response_headers as cors_response_headers,
-    rewrite_path,
+    RedirectRequest, apply_header_modifier, grpc_status, grpc_status_for_http,
+    is_grpc_content_type, is_preflight, preflight_response, redirect_location,
+    response_headers as cors_response_headers, rewrite_path,
 };
 use culvert_router::path::normalize_path;
 use culvert_router::rule::{Backend, Filters, Mirror, Retry};
@@ -279,10 +279,6 @@ impl Worker {
         info: &'a ConnectionInfo,
     ) -> impl Future<Output = Response<RecordedBody>> + 'a {
         let client = self.forwarding.client(request.headers(), info.peer);
-        let grpc = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|value| is_grpc_content_type(value.as_bytes()));
         let mut record = Record::start(
             &self.sink.stats,
             request.method().clone(),
@@ -291,6 +287,10 @@ impl Worker {
             client,
         );
         record.tunnel = info.tunnel;
+        record.grpc = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|value| is_grpc_content_type(value.as_bytes()));
         // One load per request; the `Arc` (not a guard) lives across the awaits.
         let prepared = match self.cell.load_full() {
             Some(snapshot) => {
@@ -304,29 +304,32 @@ impl Worker {
                 let response = self
                     .forward(&mut prepared, client_upgrade, &mut record)
                     .await;
-                self.recorded(response, record, grpc)
+                self.recorded(response, record)
             }),
-            Err(answer) => {
-                future::Either::Right(future::ready(self.recorded(answer, record, grpc)))
-            }
+            Err(answer) => future::Either::Right(future::ready(self.recorded(answer, record))),
         }
     }
 
     /// `response` with a body that finishes `record` when it ends. A local error
-    /// answer to a gRPC call (`grpc`) goes out as a gRPC status (see
-    /// [`grpc_local_answer`]); metrics and the access log keep the HTTP status it
-    /// stands for, so a failing gRPC call still counts as a 4xx or 5xx.
+    /// answer to a gRPC call goes out as a gRPC status (see [`grpc_local_answer`]);
+    /// metrics and the access log keep the HTTP status it stands for, so a failing
+    /// gRPC call still counts as a 4xx or 5xx.
     fn recorded(
         &self,
         response: Response<ProxyBody>,
-        record: Record,
-        grpc: bool,
+        mut record: Record,
     ) -> Response<RecordedBody> {
         let (mut parts, body) = response.into_parts();
         let status = parts.status;
-        // Only local answers have a `Full` body; a backend's own error passes as it is.
-        if grpc && status.as_u16() >= 400 && matches!(body, Either::Right(_)) {
-            grpc_local_answer(&mut parts, record.failure);
+        if record.grpc {
+            // Only local answers have a `Full` body; a backend's own error passes as
+            // it is.
+            if status.as_u16() >= 400 && matches!(body, Either::Right(_)) {
+                grpc_local_answer(&mut parts, record.failure);
+            }
+            // A Trailers-Only answer has its status in the head; else the trailers
+            // bring it (see `RecordedBody`).
+            record.grpc_status = grpc_status(&parts.headers);
         }
         let body = RecordedBody::new(
             body,

@@ -1,7 +1,8 @@
 //! What one request did, gathered while it is handled and finished when its response
 //! body ends (or the client goes away): the request's metrics and its access-log
-//! line. [`RecordedBody`] wraps the response body to count the bytes sent and to
-//! finish the record on drop, so a streamed response is timed to its last byte.
+//! line. [`RecordedBody`] wraps the response body to count the bytes sent, to read
+//! a gRPC call's status from its trailers, and to finish the record on drop, so a
+//! streamed response is timed to its last byte.
 
 use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
@@ -12,6 +13,7 @@ use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
+use culvert_router::outcome::grpc_status;
 use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
@@ -44,6 +46,10 @@ pub(crate) struct Record {
     pub(crate) attempts: u32,
     /// Request body bytes read from the client.
     pub(crate) request_bytes: Rc<Cell<u64>>,
+    /// The request is a gRPC call.
+    pub(crate) grpc: bool,
+    /// A gRPC call's `grpc-status`, from the response head or its trailers.
+    pub(crate) grpc_status: Option<u32>,
     status: StatusCode,
 }
 
@@ -69,12 +75,22 @@ impl Record {
             failure: None,
             attempts: 0,
             request_bytes: Rc::new(Cell::new(0)),
+            grpc: false,
+            grpc_status: None,
             status: StatusCode::OK,
         }
     }
 
+    /// Whether the request failed: a backend failure, a 5xx, or a gRPC status
+    /// other than `OK`.
+    pub(super) fn failed(&self) -> bool {
+        self.failure.is_some()
+            || self.status.is_server_error()
+            || self.grpc_status.is_some_and(|code| code != 0)
+    }
+
     /// The JSON access-log line for this request.
-    fn line(&self, worker: usize, response_bytes: u64, complete: bool) -> String {
+    pub(super) fn line(&self, worker: usize, response_bytes: u64, complete: bool) -> String {
         let elapsed = self.started.elapsed();
         let started_at = SystemTime::now()
             .checked_sub(elapsed)
@@ -89,6 +105,7 @@ impl Record {
             "target": self.target.as_ref().map_or("/", PathAndQuery::as_str),
             "protocol": format!("{:?}", self.version),
             "status": self.status.as_u16(),
+            "grpcStatus": self.grpc_status,
             "route": self.route.as_deref(),
             "upstream": self.upstream.map(|addr| addr.to_string()),
             "failure": self.failure.map(BackendFailure::as_str),
@@ -176,6 +193,12 @@ impl Body for RecordedBody {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     self.sent += data.len() as u64;
+                } else if let (Some(trailers), Some(finish)) =
+                    (frame.trailers_ref(), self.finish.as_mut())
+                {
+                    if finish.record.grpc {
+                        finish.record.grpc_status = grpc_status(trailers);
+                    }
                 }
             }
             Poll::Ready(None) => self.ended = true,
@@ -211,8 +234,7 @@ impl Drop for RecordedBody {
         }
         stats.add_request_bytes(record.request_bytes.get());
         stats.add_response_bytes(self.sent);
-        let failed = record.failure.is_some() || record.status.is_server_error();
-        if sink.log.wants(failed, random) {
+        if sink.log.wants(record.failed(), random) {
             sink.log
                 .write(record.line(sink.worker, self.sent, complete));
         }

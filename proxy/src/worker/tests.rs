@@ -235,3 +235,24 @@ async fn connections_are_accepted_once_their_first_bytes_are_in() {
     accepted.read_exact(&mut first).await.unwrap();
     assert_eq!(&first, b"GET");
 }
+
+#[test]
+fn a_grpc_status_other_than_ok_makes_a_request_failed() {
+    use super::record::Record;
+    use crate::metrics::WorkerStats;
+    use http::{Method, Version};
+    let stats = WorkerStats::new();
+    let client = std::net::IpAddr::from([127, 0, 0, 1]);
+    let mut record = Record::start(&stats, Method::POST, None, Version::HTTP_2, client);
+    record.grpc = true;
+    assert!(!record.failed(), "no status yet");
+    record.grpc_status = Some(0);
+    assert!(!record.failed());
+    let line: serde_json::Value = serde_json::from_str(&record.line(0, 0, true)).unwrap();
+    assert_eq!(line["grpcStatus"], 0);
+    record.grpc_status = Some(14);
+    assert!(record.failed(), "logged whatever the sampling");
+    let plain = Record::start(&stats, Method::GET, None, Version::HTTP_11, client);
+    let line: serde_json::Value = serde_json::from_str(&plain.line(0, 0, true)).unwrap();
+    assert!(line["grpcStatus"].is_null());
+}

@@ -22,6 +22,18 @@ fn strip_prefix_ignore_case<'a>(value: &'a [u8], prefix: &[u8]) -> Option<&'a [u
     head.eq_ignore_ascii_case(prefix).then_some(rest)
 }
 
+/// The `grpc-status` a response carries in `fields` (its trailers, or its head
+/// for a Trailers-Only response), if it carries a well-formed one.
+pub fn grpc_status(fields: &http::HeaderMap) -> Option<u32> {
+    fields
+        .get("grpc-status")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The gRPC status code that stands for HTTP `status` when no `grpc-status` came
 /// with it: `UNIMPLEMENTED` for 404, `UNAVAILABLE` for 429, 502, 503 and 504, and
 /// so on; `UNKNOWN` for a status the mapping does not name (a 200 included).

@@ -1480,3 +1480,13 @@ fn http_statuses_map_to_the_grpc_codes_clients_infer() {
         ]
     );
 }
+
+#[test]
+fn grpc_status_is_read_only_when_well_formed() {
+    let fields = |value: &str| headers(&[("grpc-status", value)]);
+    assert_eq!(grpc_status(&fields("0")), Some(0));
+    assert_eq!(grpc_status(&fields(" 14 ")), Some(14));
+    assert_eq!(grpc_status(&fields("OK")), None);
+    assert_eq!(grpc_status(&fields("-1")), None);
+    assert_eq!(grpc_status(&HeaderMap::new()), None);
+}
