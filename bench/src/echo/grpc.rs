@@ -10,7 +10,7 @@
 //! uncompressed length-prefixed message) is answered `INTERNAL`.
 
 use bytes::{BufMut as _, Bytes, BytesMut};
-use culvert_router::outcome::is_grpc_content_type;
+use culvert_router::outcome::{grpc_code, is_grpc_content_type};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Response, Version};
 
@@ -21,14 +21,6 @@ use super::{EchoConfig, SeenRequest};
 pub(super) const SERVICE: &str = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho";
 /// Its methods that answer; `EchoThree` exists in the proto but is left unimplemented.
 const ANSWERED: [&str; 2] = ["Echo", "EchoTwo"];
-
-/// The gRPC status codes this backend answers with (`grpc/doc/statuscodes.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Code {
-    Ok = 0,
-    Unimplemented = 12,
-    Internal = 13,
-}
 
 /// Whether `seen` is a gRPC call: HTTP/2 with a gRPC content type.
 pub(super) fn is_grpc(seen: &SeenRequest) -> bool {
@@ -47,14 +39,14 @@ pub(super) fn answer(seen: &SeenRequest, config: &EchoConfig) -> Reply {
         .and_then(|path| path.split_once('/'))
         .filter(|(service, method)| *service == SERVICE && ANSWERED.contains(method));
     if method.is_none() {
-        return status_only(Code::Unimplemented, "unknown service or method");
+        return status_only(grpc_code::UNIMPLEMENTED, "unknown service or method");
     }
     if let Err(why) = unary_message(&seen.body) {
-        return status_only(Code::Internal, why);
+        return status_only(grpc_code::INTERNAL, why);
     }
     let message = echo_response(seen, config);
     let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from(Code::Ok as u16));
+    trailers.insert("grpc-status", HeaderValue::from(grpc_code::OK));
     let mut response = Response::new(ReplyBody::with_trailers(frame(&message), trailers));
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -64,14 +56,14 @@ pub(super) fn answer(seen: &SeenRequest, config: &EchoConfig) -> Reply {
 }
 
 /// A Trailers-Only response: the status in the headers, no message.
-fn status_only(code: Code, message: &'static str) -> Reply {
+fn status_only(code: u32, message: &'static str) -> Reply {
     let mut response = Response::new(ReplyBody::default());
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),
     );
-    headers.insert("grpc-status", HeaderValue::from(code as u16));
+    headers.insert("grpc-status", HeaderValue::from(code));
     headers.insert("grpc-message", HeaderValue::from_static(message));
     response
 }

@@ -114,8 +114,7 @@ pub(super) async fn handle(
     }
 
     if grpc::is_grpc(&seen) {
-        let config = &shared.config;
-        return Ok(grpc::answer(&seen, config));
+        return Ok(grpc::answer(&seen, &shared.config));
     }
     let path = parts.uri.path();
     if path == "/health" {

@@ -192,29 +192,15 @@ async fn serve_http<I>(
     match version {
         HttpVersion::Http1 => {
             let switched = http1::serve(&worker, Box::new(io), prefix, &info, &mut drain).await;
-            let Some(http1::SwitchedToH2c {
-                mut io,
-                read,
-                stream_one,
-            }) = switched
-            else {
-                return;
-            };
-            let opened = h2c::after_client_preface(&mut *io, read, &stream_one);
-            let read = tokio::select! {
-                opened = tokio::time::timeout(HEADER_READ_TIMEOUT, opened) => opened,
-                () = drain.drained() => return,
-            };
-            let Ok(Some(read)) = read else {
-                return;
-            };
-            Box::pin(serve_http2(
-                Rc::clone(&worker),
-                Prefixed::new(read, io),
-                info,
-                drain,
-            ))
-            .await;
+            if let Some(switched) = switched {
+                Box::pin(serve_switched_to_h2c(
+                    Rc::clone(&worker),
+                    switched,
+                    info,
+                    drain,
+                ))
+                .await;
+            }
         }
         // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
         // line keeps every HTTP/1 connection's task (what an idle client costs) small.
@@ -228,6 +214,31 @@ async fn serve_http<I>(
             .await;
         }
     }
+}
+
+/// Serves a connection an upgrade switched to h2c, once the client's preface has
+/// come (within [`HEADER_READ_TIMEOUT`]), as HTTP/2 with the upgrade request on
+/// stream 1.
+async fn serve_switched_to_h2c(
+    worker: Rc<Worker>,
+    switched: http1::SwitchedToH2c,
+    info: Rc<ConnectionInfo>,
+    mut drain: DrainWatch<'_>,
+) {
+    let http1::SwitchedToH2c {
+        mut io,
+        read,
+        stream_one,
+    } = switched;
+    let opened = h2c::after_client_preface(&mut *io, read, &stream_one);
+    let opened = tokio::select! {
+        opened = tokio::time::timeout(HEADER_READ_TIMEOUT, opened) => opened,
+        () = drain.drained() => return,
+    };
+    let Ok(Some(read)) = opened else {
+        return;
+    };
+    serve_http2(worker, Prefixed::new(read, io), info, drain).await;
 }
 
 /// Serves HTTP/2 on `io` until the client closes or the worker drains.

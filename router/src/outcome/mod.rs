@@ -4,7 +4,7 @@
 //! redirect targets ([`redirect_location`]), CORS answers ([`is_preflight`],
 //! [`preflight_response`], [`response_headers`]) and the gRPC status a local answer
 //! to a gRPC call carries ([`is_grpc_content_type`], [`grpc_status_for_http`],
-//! [`grpc_status`]).
+//! [`grpc_status`], [`grpc_code`], [`grpc_code_name`]).
 //!
 //! The data plane and the conformance harness both call these, so an outcome is the
 //! same wherever it is computed. Nothing here does IO, reads a clock or keeps state,
@@ -22,7 +22,9 @@ mod redirect;
 mod rewrite;
 
 pub use cors::{is_preflight, preflight_response, response_headers};
-pub use grpc::{grpc_status, grpc_status_for_http, is_grpc_content_type};
+pub use grpc::{
+    grpc_code, grpc_code_name, grpc_status, grpc_status_for_http, is_grpc_content_type,
+};
 pub use headers::apply_header_modifier;
 pub use redirect::{RedirectRequest, redirect_location};
 pub use rewrite::rewrite_path;

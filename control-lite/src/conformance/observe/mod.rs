@@ -3,7 +3,7 @@
 //! sockets). Pure.
 
 use super::vector::Expect;
-use culvert_router::outcome::grpc_status_for_http;
+use culvert_router::outcome::{grpc_code_name, grpc_status_for_http};
 use http::HeaderMap;
 use std::collections::BTreeMap;
 
@@ -318,34 +318,6 @@ fn is_pod_of(pod: Option<&str>, service: &str) -> bool {
         && pod
             .strip_prefix(name)
             .is_some_and(|suffix| suffix.starts_with('-'))
-}
-
-/// The name of gRPC status `code` as the vectors spell it (`grpc/doc/statuscodes.md`).
-pub fn grpc_code_name(code: u32) -> &'static str {
-    const NAMES: [&str; 17] = [
-        "OK",
-        "Canceled",
-        "Unknown",
-        "InvalidArgument",
-        "DeadlineExceeded",
-        "NotFound",
-        "AlreadyExists",
-        "PermissionDenied",
-        "ResourceExhausted",
-        "FailedPrecondition",
-        "Aborted",
-        "OutOfRange",
-        "Unimplemented",
-        "Internal",
-        "Unavailable",
-        "DataLoss",
-        "Unauthenticated",
-    ];
-    usize::try_from(code)
-        .ok()
-        .and_then(|code| NAMES.get(code))
-        .copied()
-        .unwrap_or("Unknown")
 }
 
 /// Whether the share of a sample of `repeat` requests each Service served (`counts`)

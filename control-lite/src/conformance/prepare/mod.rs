@@ -120,7 +120,21 @@ fn services(resources: &[Value]) -> impl Iterator<Item = &Value> {
         .filter(|r| r["kind"] == "Service" && r["apiVersion"] == "v1")
 }
 
-/// `namespace/name` of a Service, and the slice label that names it.
+/// The name of the pod that stands for Service `service`'s pods: the Service's name
+/// and a suffix, as a Deployment names its pods (what `backendPods` is judged by).
+fn pod_name(service: &str) -> String {
+    format!("{service}-0")
+}
+
+/// The namespace and name of the Service an EndpointSlice belongs to (its
+/// `kubernetes.io/service-name` label), if it names one.
+fn slice_service(slice: &Value) -> Option<(&str, &str)> {
+    let namespace = slice["metadata"]["namespace"].as_str().unwrap_or("default");
+    let service = slice["metadata"]["labels"]["kubernetes.io/service-name"].as_str()?;
+    Some((namespace, service))
+}
+
+/// The namespace and name of a Service.
 fn service_key(service: &Value) -> (&str, &str) {
     let namespace = service["metadata"]["namespace"]
         .as_str()
@@ -140,11 +154,8 @@ fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
     let with_slices: BTreeSet<(String, String)> = resources
         .iter()
         .filter(|r| r["kind"] == "EndpointSlice")
-        .filter_map(|r| {
-            let ns = r["metadata"]["namespace"].as_str()?;
-            let service = r["metadata"]["labels"]["kubernetes.io/service-name"].as_str()?;
-            Some((ns.to_owned(), service.to_owned()))
-        })
+        .filter_map(slice_service)
+        .map(|(namespace, service)| (namespace.to_owned(), service.to_owned()))
         .collect();
     let mut pods: BTreeMap<(&str, String), String> = BTreeMap::new();
     let mut out = Vec::new();
@@ -156,7 +167,7 @@ fn synthesize_endpoints(resources: &[Value]) -> Vec<Value> {
         }
         let pod = pods
             .entry((namespace, selector.to_string()))
-            .or_insert_with(|| format!("{name}-0"));
+            .or_insert_with(|| pod_name(name));
         let ports: Vec<Value> = service["spec"]["ports"]
             .as_array()
             .map(|ports| {
@@ -195,18 +206,16 @@ fn back_with_pods(resources: &mut [Value], backed_by: &BTreeMap<String, String>)
         let Some((pod_namespace, pod_service)) = pods_of.split_once('/') else {
             continue;
         };
-        let pod = format!("{pod_service}-0");
+        let pod = pod_name(pod_service);
         for slice in resources
             .iter_mut()
             .filter(|r| r["kind"] == "EndpointSlice")
         {
-            let namespace = slice["metadata"]["namespace"].as_str().unwrap_or("default");
-            let owner = slice["metadata"]["labels"]["kubernetes.io/service-name"]
-                .as_str()
-                .unwrap_or_default();
+            let owned = slice_service(slice)
+                .is_some_and(|(namespace, owner)| format!("{namespace}/{owner}") == *service);
             let ipv4 = slice["addressType"].as_str().is_none_or(|t| t == "IPv4");
             let empty = slice["endpoints"].as_array().is_none_or(Vec::is_empty);
-            if format!("{namespace}/{owner}") != *service || !ipv4 || !empty {
+            if !owned || !ipv4 || !empty {
                 continue;
             }
             slice["endpoints"] = json!([pod_endpoint(endpoint_ip(next_ip), pod_namespace, &pod)]);

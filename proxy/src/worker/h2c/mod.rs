@@ -19,11 +19,11 @@ use std::future::poll_fn;
 use std::pin::Pin;
 
 use bytes::BytesMut;
-use http::header::{self, HeaderName};
+use http::header;
 use http::{Request, Version};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::headers::has_token;
+use super::headers::{has_token, strip_hop_by_hop};
 use super::wire::BodyFraming;
 
 /// The answer that switches the connection.
@@ -40,16 +40,6 @@ const HEADERS: u8 = 0x1;
 const SETTINGS: u8 = 0x4;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
-
-/// Fields that belong to the HTTP/1.1 connection, never carried into HTTP/2.
-const CONNECTION_FIELDS: [HeaderName; 6] = [
-    header::CONNECTION,
-    header::UPGRADE,
-    header::HOST,
-    header::TRANSFER_ENCODING,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("http2-settings"),
-];
 
 /// Whether `request` asks for h2c and can be switched: HTTP/1.1 with `Upgrade`
 /// listing `h2c` in a `Connection: upgrade` request, exactly one well-formed
@@ -99,19 +89,16 @@ pub(super) fn stream_one(request: &Request<()>) -> Option<Vec<u8>> {
     literal(&mut block, b":scheme", b"http");
     literal(&mut block, b":authority", authority);
     literal(&mut block, b":path", path.as_bytes());
-    let named = headers.get_all(header::CONNECTION);
-    for (name, value) in headers {
-        let named_by_connection = named.iter().any(|listed| {
-            listed.as_bytes().split(|&b| b == b',').any(|item| {
-                item.trim_ascii()
-                    .eq_ignore_ascii_case(name.as_str().as_bytes())
-            })
-        });
-        let te_other_than_trailers = name == header::TE && value != "trailers";
-        if CONNECTION_FIELDS.contains(name) || named_by_connection || te_other_than_trailers {
-            continue;
+    // The fields of this HTTP/1.1 connection stay behind, as when forwarding;
+    // `Host` became `:authority`. What is kept goes in the request's order.
+    let mut kept = headers.clone();
+    strip_hop_by_hop(&mut kept);
+    kept.remove(header::HOST);
+    kept.remove("http2-settings");
+    for name in headers.keys() {
+        for value in kept.get_all(name) {
+            literal(&mut block, name.as_str().as_bytes(), value.as_bytes());
         }
-        literal(&mut block, name.as_str().as_bytes(), value.as_bytes());
     }
     if block.len() > MAX_FRAME {
         return None;
