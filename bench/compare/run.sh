@@ -17,6 +17,10 @@
 #   H2_CONNS=16 H2_STREAMS=16   h2load connections and concurrent streams each
 #   IDLE_CONNS=1000    connections held open by the idle-memory scenario
 #   BACKEND=nginx      nginx (static 200) or echo (culvert-echo); see bench/README.md
+#   BACKEND_FIFO=off   on: the backend runs SCHED_FIFO (chrt -f 1), so it runs as soon
+#                      as a request reaches it instead of waiting for the load
+#                      generator's time slice on the core they share; see
+#                      bench/README.md (session 16) on what that wait does to h1-close
 #   TLS_RESUMPTION=on  on: every server's default (all three resume sessions, and wrk
 #                      resumes its session on each new connection); off: nginx and
 #                      HAProxy refuse resumption (Culvert cannot be told to), for
@@ -59,6 +63,7 @@ H2_CONNS=${H2_CONNS:-16}
 H2_STREAMS=${H2_STREAMS:-16}
 IDLE_CONNS=${IDLE_CONNS:-1000}
 BACKEND=${BACKEND:-nginx}
+BACKEND_FIFO=${BACKEND_FIFO:-off}
 TLS_RESUMPTION=${TLS_RESUMPTION:-on}
 DEFER_ACCEPT=${DEFER_ACCEPT:-on}
 SYSTEMS=${SYSTEMS:-direct culvert nginx haproxy}
@@ -233,12 +238,14 @@ render() { # template output
 # ---------------------------------------------------------------- processes
 
 start_backend() {
+    local priority=()
+    [[ $BACKEND_FIFO == on ]] && priority=(chrt -f 1)
     if [[ $BACKEND == nginx ]]; then
         render "$HERE/nginx-backend.conf.in" "$RUN_DIR/nginx-backend.conf"
-        start_bg backend "$BACKEND_CPU" nginx -c "$RUN_DIR/nginx-backend.conf" -p "$RUN_DIR" \
+        start_bg backend "$BACKEND_CPU" "${priority[@]}" nginx -c "$RUN_DIR/nginx-backend.conf" -p "$RUN_DIR" \
             -e "$RUN_DIR/nginx-backend.error.log"
     else
-        start_bg backend "$BACKEND_CPU" "$ECHO" --listen "127.0.0.1:$BACKEND_PORT" --protocol auto
+        start_bg backend "$BACKEND_CPU" "${priority[@]}" "$ECHO" --listen "127.0.0.1:$BACKEND_PORT" --protocol auto
     fi
     BACKEND_PID=$STARTED
     wait_http "http://127.0.0.1:$BACKEND_PORT/" || {
@@ -458,7 +465,7 @@ report() {
     echo "# Culvert vs nginx vs HAProxy ($(date -u +%Y-%m-%dT%H:%MZ))"
     echo
     echo "- machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), kernel $(uname -r)"
-    echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU"
+    echo "- proxy on CPU $PROXY_CPU; load generator on CPU $LOAD_CPU; backend ($BACKEND) on CPU $BACKEND_CPU, SCHED_FIFO: $BACKEND_FIFO"
     echo "- runs: $ROUNDS round(s), systems interleaved per scenario, medians reported; ${DURATION}s measured after ${WARMUP}s warm-up; wrk -t1 -c$CONNS; h2load -t1 -c$H2_CONNS -m$H2_STREAMS; TLS resumption on nginx/HAProxy: $TLS_RESUMPTION; deferred accept on nginx/HAProxy: $DEFER_ACCEPT"
     echo "- load average (other work on the machine) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- culvert binary: $CULVERT"

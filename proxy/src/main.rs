@@ -11,6 +11,7 @@ use clap::Parser;
 static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
 fn main() -> std::process::ExitCode {
+    allocator::without_huge_pages();
     let command = cli::Command::parse();
     match command.run() {
         Ok((output, success)) => {
