@@ -70,6 +70,7 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         wait_until_listening(addr).await;
         assert_workers_pinned(child.id());
+        assert_huge_pages_off(child.id());
         let slow = || {
             http::Request::get("/?delay=700ms")
                 .header("host", "x")
@@ -108,6 +109,17 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
     })
     .await
     .unwrap();
+}
+
+/// `pid` has opted out of transparent huge pages (`THP_enabled: 0` in its status;
+/// Linux shows the field since 5.0).
+fn assert_huge_pages_off(pid: u32) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let enabled = status
+        .lines()
+        .find_map(|line| line.strip_prefix("THP_enabled:"))
+        .map(str::trim);
+    assert_eq!(enabled, Some("0"), "{status}");
 }
 
 /// Each worker thread of `pid` may run on exactly one CPU, and two workers share
