@@ -10,6 +10,9 @@ use crate::model::{
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The label Kubernetes puts on every Namespace, holding its name.
+pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 /// Namespace and name.
 pub type NamespacedName = (String, String);
 
@@ -101,7 +104,13 @@ impl Store {
                 self.reference_grants
                     .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
             }
-            Resource::Namespace(o) => {
+            Resource::Namespace(mut o) => {
+                // The API server labels every namespace with its own name, so
+                // `allowedRoutes` selectors on that label work; manifests get it too.
+                o.metadata
+                    .labels
+                    .entry(NAME_LABEL.to_owned())
+                    .or_insert_with(|| o.metadata.name.clone());
                 self.namespaces.insert(o.metadata.name.clone(), o);
             }
             Resource::Service(o) => {
@@ -150,6 +159,26 @@ impl Store {
             "GatewayClassConfig" => self.gateway_class_configs.remove(&key.name).is_some(),
             "GatewayConfig" => self.gateway_configs.remove(&nn).is_some(),
             _ => false,
+        }
+    }
+
+    /// Deletes every object of `kind` (a relist replaces them all).
+    pub fn clear_kind(&mut self, kind: &str) {
+        match kind {
+            "GatewayClass" => self.gateway_classes.clear(),
+            "Gateway" => self.gateways.clear(),
+            "HTTPRoute" => self.http_routes.clear(),
+            "GRPCRoute" => self.grpc_routes.clear(),
+            "TLSRoute" => self.tls_routes.clear(),
+            "ReferenceGrant" => self.reference_grants.clear(),
+            "Namespace" => self.namespaces.clear(),
+            "Service" => self.services.clear(),
+            "EndpointSlice" => self.endpoint_slices.clear(),
+            "Secret" => self.secrets.clear(),
+            "ConfigMap" => self.config_maps.clear(),
+            "GatewayClassConfig" => self.gateway_class_configs.clear(),
+            "GatewayConfig" => self.gateway_configs.clear(),
+            _ => {}
         }
     }
 

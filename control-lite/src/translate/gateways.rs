@@ -199,6 +199,7 @@ fn gateway_state(
     };
     let local_ip = addresses
         .iter()
+        .filter(|_| options.addresses.binds())
         .find(|a| a.kind.as_deref().is_none_or(|k| k == "IPAddress"))
         .and_then(|a| a.value.as_deref())
         .and_then(|v| v.parse::<IpAddr>().ok())

@@ -43,6 +43,13 @@ pub trait AddressAssigner {
         gateway: &NamespacedName,
         requested: &[GatewayAddress],
     ) -> Result<Vec<GatewayAddress>, AddressError>;
+
+    /// Whether the assigned addresses belong to this host, so listeners bind to
+    /// them. `false` when they are published elsewhere (the nodes of a DaemonSet):
+    /// listeners then bind every address of the pod.
+    fn binds(&self) -> bool {
+        true
+    }
 }
 
 /// Why a Gateway's requested addresses cannot all be used.

@@ -24,7 +24,7 @@ enum Action {
     /// Translate Gateway API manifests and print the conditions every object gets.
     Validate(validate::ValidateArgs),
     /// Run the data plane until SIGINT or SIGTERM.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
 }
 
 impl Command {

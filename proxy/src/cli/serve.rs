@@ -11,6 +11,10 @@
 //! simulator, with `--tunnel-ca-file`) and serves tunnel requests through the same
 //! routes; `/readyz` then also waits for a registered connection.
 //!
+//! `--kubernetes` watches a cluster instead (see `culvert_kubernetes`): the plane
+//! is not ready until every watched kind has been listed, then serves what the
+//! objects say and, while it holds the Lease, writes their status.
+//!
 //! On the first SIGINT/SIGTERM (or `POST /drain`) it drains: readiness goes false,
 //! listeners close, in-flight requests finish within `--drain-grace` (default 30 s),
 //! then it exits 0. A second signal exits at once.
@@ -23,6 +27,7 @@ use std::time::Duration;
 use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
+use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
 use culvert_proxy::{ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
 
@@ -57,9 +62,37 @@ pub(crate) struct ServeArgs {
     /// `controllerName` of the GatewayClasses this plane serves from manifests.
     #[arg(long, default_value = "culvert.dev/gateway-controller")]
     controller_name: String,
-    /// Address Gateways from manifests get (`0.0.0.0` binds every address).
-    #[arg(long, default_value = "0.0.0.0")]
-    address: String,
+    /// Address Gateways get: from manifests, the address listeners bind (default
+    /// `0.0.0.0`, every address); with `--kubernetes`, the address published in
+    /// Gateway status when `--publish-pods` finds no pod.
+    #[arg(long)]
+    address: Option<String>,
+    /// Watch Gateway API objects in a Kubernetes cluster, serve what they say, and
+    /// write their status (while holding the Lease).
+    #[arg(long, conflicts_with = "config")]
+    kubernetes: bool,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long, requires = "kubernetes")]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the Lease that elects the status writer (default: env
+    /// POD_NAMESPACE, else `default`).
+    #[arg(long, requires = "kubernetes")]
+    lease_namespace: Option<String>,
+    /// Name of that Lease.
+    #[arg(long, default_value = "culvert-status-writer", requires = "kubernetes")]
+    lease_name: String,
+    /// How long the Lease holds without renewal (`15s`).
+    #[arg(long, default_value = "15s", value_parser = parse_grace, requires = "kubernetes")]
+    lease_duration: Duration,
+    /// This process's identity in the Lease (default: env POD_NAME, else the host
+    /// name and process id).
+    #[arg(long, requires = "kubernetes")]
+    identity: Option<String>,
+    /// Publish the host IPs of the running pods matching this label selector (in
+    /// the Lease namespace) as Gateway addresses, as a DaemonSet on host ports is
+    /// reached.
+    #[arg(long, requires = "kubernetes")]
+    publish_pods: Option<String>,
     /// Proxies in front of Culvert whose X-Forwarded-* and Forwarded headers are
     /// believed.
     #[arg(long, default_value_t = 0)]
@@ -127,10 +160,19 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
             None => config.with_manifests(ManifestSource::new(
                 path,
                 &args.controller_name,
-                &args.address,
+                args.address.as_deref().unwrap_or("0.0.0.0"),
             )),
         };
     }
+    let kubernetes = if args.kubernetes {
+        let source =
+            KubernetesSource::start(kubernetes_config(args)).context("connecting to Kubernetes")?;
+        config = config.with_published(source.configs());
+        eprintln!("culvert: watching Kubernetes; ready once every kind is listed");
+        Some(source)
+    } else {
+        None
+    };
     if let Some(tunnel) = tunnel_config(args)? {
         config = config.with_tunnel(tunnel);
     }
@@ -160,7 +202,39 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         eprintln!("culvert: stopping with requests still in flight");
     }
     server.shutdown();
+    // Stops the watches and hands the Lease on.
+    drop(kubernetes);
     Ok((String::new(), true))
+}
+
+/// The Kubernetes source's settings from the command line and the pod's
+/// environment (the downward API sets POD_NAME and POD_NAMESPACE).
+fn kubernetes_config(args: &ServeArgs) -> SourceConfig {
+    let mut config = SourceConfig::new(&args.controller_name);
+    config.kubeconfig.clone_from(&args.kubeconfig);
+    config.addresses = args.address.iter().cloned().collect();
+    let namespace = args
+        .lease_namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "default".to_owned());
+    let identity = args
+        .identity
+        .clone()
+        .or_else(|| std::env::var("POD_NAME").ok())
+        .unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        });
+    let mut lease = LeaseConfig::new(&namespace, &args.lease_name, &identity);
+    lease.duration = args.lease_duration;
+    lease.retry = (args.lease_duration / 7).max(Duration::from_millis(200));
+    config.publish_pods = args
+        .publish_pods
+        .clone()
+        .map(|selector| (namespace.clone(), selector));
+    config.lease = Some(lease);
+    config
 }
 
 /// The tunnel to serve, from `--tunnel-token-file`, `--tunnel-token` or

@@ -50,6 +50,7 @@ pub use tls::ControlTlsFiles;
 
 use crate::metrics::{self, ControlStats, StatsSnapshot};
 use crate::{Error, ManifestSource, SnapshotCell};
+use culvert_router::DataPlaneConfig;
 
 /// Largest accepted config document.
 pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
@@ -83,6 +84,8 @@ pub(crate) struct Control {
     pub(crate) draining: Arc<watch::Sender<bool>>,
     /// Manifests to follow, if the plane serves a directory or file.
     pub(crate) source: Option<RefCell<ManifestSource>>,
+    /// Configs published by an embedded control plane, if one runs.
+    pub(crate) published: Option<RefCell<watch::Receiver<Option<Arc<DataPlaneConfig>>>>>,
     /// Config version, swaps and rejections, for `/metrics`.
     pub(crate) stats: ControlStats,
     /// TLS of the API itself, if configured.
@@ -133,6 +136,7 @@ async fn serve(
             _ = shutdown.changed() => break,
             _ = certificate_poll.tick() => control.reload_certificates().await,
             _ = source_poll.tick() => control.reload_source().await,
+            () = next_published(&control) => control.apply_published().await,
             accepted = listener.accept() => {
                 let Ok((stream, _peer)) = accepted else {
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -156,6 +160,18 @@ async fn serve(
                 });
             }
         }
+    }
+}
+
+/// Resolves when the embedded control plane has published a config not applied
+/// yet; never without one (or once it has stopped).
+async fn next_published(control: &Control) {
+    let Some(published) = &control.published else {
+        return std::future::pending().await;
+    };
+    let mut receiver = published.borrow().clone();
+    if receiver.changed().await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -261,7 +277,7 @@ impl Control {
             Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
             Err(err) => return error(StatusCode::BAD_REQUEST, &format!("reading the body: {err}")),
         };
-        let config: culvert_router::DataPlaneConfig = match serde_json::from_slice(&body) {
+        let config: DataPlaneConfig = match serde_json::from_slice(&body) {
             Ok(config) => config,
             Err(err) => return error(StatusCode::BAD_REQUEST, &Error::ConfigJson(err).chain()),
         };
@@ -305,10 +321,7 @@ impl Control {
     }
 
     /// Applies `config`, counting the swap or the rejection, and tells the workers.
-    async fn apply(
-        &self,
-        config: &culvert_router::DataPlaneConfig,
-    ) -> Result<Arc<crate::Snapshot>, Error> {
+    async fn apply(&self, config: &DataPlaneConfig) -> Result<Arc<crate::Snapshot>, Error> {
         match self.cell.apply(config) {
             Ok(snapshot) => {
                 self.stats.config_swapped(snapshot.config_version);
@@ -319,6 +332,33 @@ impl Control {
                 self.stats.config_rejected();
                 Err(err)
             }
+        }
+    }
+
+    /// Applies the config the embedded control plane published last, with the
+    /// next version. A refused one is reported; the running config stays.
+    async fn apply_published(&self) {
+        let Some(published) = &self.published else {
+            return;
+        };
+        let Some(latest) = published.borrow_mut().borrow_and_update().clone() else {
+            return;
+        };
+        let mut config = DataPlaneConfig::clone(&latest);
+        config.version = self
+            .cell
+            .load()
+            .as_ref()
+            .map_or(1, |snapshot| snapshot.config_version + 1);
+        match self.apply(&config).await {
+            Ok(snapshot) => eprintln!(
+                "culvert: cluster changed; serving version {}",
+                snapshot.config_version
+            ),
+            Err(err) => eprintln!(
+                "culvert: the cluster's config is refused; still serving the previous one: {}",
+                err.chain()
+            ),
         }
     }
 

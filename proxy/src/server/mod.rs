@@ -64,6 +64,10 @@ pub struct ServeConfig {
     /// Gateway API manifests to serve and follow; loaded before anything is bound
     /// (a broken load fails start-up), then re-read when they change.
     pub manifests: Option<ManifestSource>,
+    /// Configs an embedded control plane publishes (the Kubernetes source): each
+    /// new one is applied with the next version; `None` in the channel means none
+    /// yet, and the plane is not ready until one arrives.
+    pub published: Option<watch::Receiver<Option<Arc<DataPlaneConfig>>>>,
 }
 
 impl Default for ServeConfig {
@@ -79,6 +83,7 @@ impl Default for ServeConfig {
             random_seed: None,
             control_tls: None,
             manifests: None,
+            published: None,
             tunnel: None,
             access_log: None,
         }
@@ -154,6 +159,16 @@ impl ServeConfig {
     #[must_use]
     pub fn with_tunnel(mut self, tunnel: TunnelConfig) -> Self {
         self.tunnel = Some(tunnel);
+        self
+    }
+
+    /// Sets [`ServeConfig::published`].
+    #[must_use]
+    pub fn with_published(
+        mut self,
+        configs: watch::Receiver<Option<Arc<DataPlaneConfig>>>,
+    ) -> Self {
+        self.published = Some(configs);
         self
     }
 
@@ -313,6 +328,7 @@ impl Server {
             workers: links,
             draining: Arc::clone(&server.draining),
             source: config.manifests.map(RefCell::new),
+            published: config.published.map(RefCell::new),
             stats: ControlStats::new(),
             tls: control_tls,
             tunnel,

@@ -1,0 +1,98 @@
+//! The kinds the Kubernetes source watches: where each lives in the API, and which
+//! of its objects are worth holding in memory.
+
+use kube::api::ApiResource;
+
+/// One watched kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchedKind {
+    /// API group (`""` for core).
+    pub group: &'static str,
+    /// Version served and read.
+    pub version: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Plural resource name in URLs.
+    pub plural: &'static str,
+    /// A field selector narrowing the watch, so objects Culvert never reads are not
+    /// held (Secrets: only TLS ones).
+    pub field_selector: Option<&'static str>,
+    /// Whether Culvert writes this kind's `status`.
+    pub has_status: bool,
+}
+
+impl WatchedKind {
+    /// `apiVersion` as objects carry it.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The kube-rs description of the kind, for a dynamic `Api`.
+    pub fn api_resource(&self) -> ApiResource {
+        ApiResource {
+            group: self.group.to_owned(),
+            version: self.version.to_owned(),
+            api_version: self.api_version(),
+            kind: self.kind.to_owned(),
+            plural: self.plural.to_owned(),
+        }
+    }
+}
+
+const GATEWAY_API: &str = "gateway.networking.k8s.io";
+
+const fn kind(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+) -> WatchedKind {
+    WatchedKind {
+        group,
+        version,
+        kind,
+        plural,
+        field_selector: None,
+        has_status: false,
+    }
+}
+
+const fn with_status(mut watched: WatchedKind) -> WatchedKind {
+    watched.has_status = true;
+    watched
+}
+
+/// Every kind translation reads, at the versions Gateway API v1.5 and v1.6 both
+/// serve (`v1` throughout the Gateway API group). ConfigMaps are not watched (translation reads none), and Secrets only of type
+/// `kubernetes.io/tls`, the only type a listener's `certificateRefs` may name.
+pub const WATCHED: &[WatchedKind] = &[
+    with_status(kind(GATEWAY_API, "v1", "GatewayClass", "gatewayclasses")),
+    with_status(kind(GATEWAY_API, "v1", "Gateway", "gateways")),
+    with_status(kind(GATEWAY_API, "v1", "HTTPRoute", "httproutes")),
+    with_status(kind(GATEWAY_API, "v1", "GRPCRoute", "grpcroutes")),
+    with_status(kind(GATEWAY_API, "v1", "TLSRoute", "tlsroutes")),
+    kind(GATEWAY_API, "v1", "ReferenceGrant", "referencegrants"),
+    kind("", "v1", "Namespace", "namespaces"),
+    kind("", "v1", "Service", "services"),
+    kind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
+    WatchedKind {
+        field_selector: Some("type=kubernetes.io/tls"),
+        ..kind("", "v1", "Secret", "secrets")
+    },
+    kind(
+        "culvert.dev",
+        "v1alpha1",
+        "GatewayClassConfig",
+        "gatewayclassconfigs",
+    ),
+    kind("culvert.dev", "v1alpha1", "GatewayConfig", "gatewayconfigs"),
+];
+
+/// The watched kind named `kind`.
+pub fn by_kind(kind: &str) -> Option<&'static WatchedKind> {
+    WATCHED.iter().find(|w| w.kind == kind)
+}

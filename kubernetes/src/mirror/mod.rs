@@ -1,0 +1,187 @@
+//! [`Mirror`]: the cluster's objects as the watches last reported them, held as a
+//! control-lite [`Store`] (what translation reads) plus, for the kinds whose status
+//! Culvert writes, the `resourceVersion` and `status` each object carries now (what
+//! the status writer compares against and writes over).
+//!
+//! It follows kube-runtime's watcher events: `Init` starts a relist, `InitApply`
+//! buffers, `InitDone` replaces the kind as a whole (so an object deleted while the
+//! watch was away disappears), `Apply`/`Delete` change one object. Nothing here does
+//! IO; the watch tasks feed it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use culvert_control_lite::model::{ObjectKey, Resource};
+use culvert_control_lite::store::Store;
+use kube::api::DynamicObject;
+use kube::runtime::watcher::Event;
+use serde_json::Value;
+
+use crate::kinds::{WATCHED, WatchedKind};
+
+/// What the API server last said about an object whose status Culvert writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    /// `metadata.resourceVersion`: the precondition of a status write.
+    pub resource_version: String,
+    /// `metadata.generation`.
+    pub generation: i64,
+    /// `status` as stored (`null` when absent).
+    pub status: Value,
+    /// `metadata.uid`, for events about the object.
+    pub uid: Option<String>,
+}
+
+/// The cluster as the watches see it.
+#[derive(Debug, Default)]
+pub struct Mirror {
+    store: Store,
+    observed: BTreeMap<ObjectKey, Observed>,
+    /// Objects of each kind seen since the kind's relist began.
+    relisting: BTreeMap<&'static str, Vec<Value>>,
+    /// Kinds whose first full list has arrived (or whose API is not installed).
+    listed: BTreeSet<&'static str>,
+    /// Objects that do not fit their kind's schema, and why; left out of the store.
+    malformed: BTreeMap<ObjectKey, String>,
+}
+
+impl Mirror {
+    /// An empty mirror.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The objects translation reads.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Status-bearing objects as the server holds them.
+    pub fn observed(&self) -> &BTreeMap<ObjectKey, Observed> {
+        &self.observed
+    }
+
+    /// Objects left out because they do not decode, with the reason.
+    pub fn malformed(&self) -> &BTreeMap<ObjectKey, String> {
+        &self.malformed
+    }
+
+    /// Whether every watched kind has been listed once: before that a translation
+    /// would see a partial cluster (routes without their Services, say).
+    pub fn ready(&self) -> bool {
+        self.listed.len() == WATCHED.len()
+    }
+
+    /// Kinds not listed yet, for diagnostics.
+    pub fn unlisted(&self) -> Vec<&'static str> {
+        WATCHED
+            .iter()
+            .map(|w| w.kind)
+            .filter(|kind| !self.listed.contains(kind))
+            .collect()
+    }
+
+    /// Applies one watcher event of `kind`; returns whether the store changed.
+    pub fn handle(&mut self, kind: &'static WatchedKind, event: Event<DynamicObject>) -> bool {
+        match event {
+            Event::Init => {
+                self.relisting.insert(kind.kind, Vec::new());
+                false
+            }
+            Event::InitApply(object) => {
+                let value = raw(kind, object);
+                self.relisting.entry(kind.kind).or_default().push(value);
+                false
+            }
+            Event::InitDone => {
+                let objects = self.relisting.remove(kind.kind).unwrap_or_default();
+                self.replace_kind(kind, objects);
+                true
+            }
+            Event::Apply(object) => {
+                self.upsert(kind, raw(kind, object));
+                true
+            }
+            Event::Delete(object) => {
+                let key = key_of(kind, &raw(kind, object));
+                self.store.delete(&key);
+                self.observed.remove(&key);
+                self.malformed.remove(&key);
+                true
+            }
+        }
+    }
+
+    /// Records that `kind`'s API is not served (its CRD is not installed): the kind
+    /// counts as listed and empty until a watch of it succeeds.
+    pub fn absent(&mut self, kind: &'static WatchedKind) -> bool {
+        if self.listed.contains(kind.kind) {
+            return false;
+        }
+        self.replace_kind(kind, Vec::new());
+        true
+    }
+
+    fn replace_kind(&mut self, kind: &'static WatchedKind, objects: Vec<Value>) {
+        self.store.clear_kind(kind.kind);
+        self.observed.retain(|key, _| key.kind != kind.kind);
+        self.malformed.retain(|key, _| key.kind != kind.kind);
+        for value in objects {
+            self.upsert(kind, value);
+        }
+        self.listed.insert(kind.kind);
+    }
+
+    fn upsert(&mut self, kind: &'static WatchedKind, value: Value) {
+        let key = key_of(kind, &value);
+        if kind.has_status {
+            let metadata = &value["metadata"];
+            self.observed.insert(
+                key.clone(),
+                Observed {
+                    resource_version: metadata["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    generation: metadata["generation"].as_i64().unwrap_or(1),
+                    status: value.get("status").cloned().unwrap_or(Value::Null),
+                    uid: metadata["uid"].as_str().map(str::to_owned),
+                },
+            );
+        }
+        match Resource::from_value(value) {
+            Ok(resource) => {
+                self.malformed.remove(&key);
+                self.store.apply(resource);
+            }
+            Err(error) => {
+                // Serving the previous version would hide the edit; serving none
+                // of it is what the operator can see and fix.
+                self.store.delete(&key);
+                self.malformed.insert(key, error.to_string());
+            }
+        }
+    }
+}
+
+/// The object as JSON with `apiVersion` and `kind` set: list items of built-in
+/// kinds arrive without them.
+fn raw(kind: &WatchedKind, object: DynamicObject) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".to_owned(), Value::String(kind.api_version()));
+        map.insert("kind".to_owned(), Value::String(kind.kind.to_owned()));
+    }
+    value
+}
+
+fn key_of(kind: &WatchedKind, value: &Value) -> ObjectKey {
+    let metadata = &value["metadata"];
+    ObjectKey::new(
+        kind.kind,
+        metadata["namespace"].as_str().unwrap_or_default(),
+        metadata["name"].as_str().unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests;

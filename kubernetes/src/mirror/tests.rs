@@ -1,0 +1,111 @@
+use super::*;
+use crate::kinds::by_kind;
+use serde_json::json;
+
+fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+fn route(name: &str, rv: &str) -> DynamicObject {
+    // List items of any kind may arrive without apiVersion and kind.
+    object(json!({
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "generation": 2},
+        "spec": {"parentRefs": [{"name": "edge"}]},
+        "status": {"parents": []}
+    }))
+}
+
+fn list(mirror: &mut Mirror, kind: &'static WatchedKind, objects: Vec<DynamicObject>) {
+    mirror.handle(kind, Event::Init);
+    for o in objects {
+        mirror.handle(kind, Event::InitApply(o));
+    }
+    mirror.handle(kind, Event::InitDone);
+}
+
+#[test]
+fn ready_only_once_every_kind_is_listed() {
+    let mut mirror = Mirror::new();
+    for kind in &WATCHED[..WATCHED.len() - 1] {
+        list(&mut mirror, kind, Vec::new());
+    }
+    assert!(!mirror.ready());
+    assert_eq!(mirror.unlisted(), vec!["GatewayConfig"]);
+    // A CRD that is not installed counts as listed and empty.
+    assert!(mirror.absent(by_kind("GatewayConfig").unwrap()));
+    assert!(mirror.ready());
+}
+
+#[test]
+fn a_relist_drops_objects_deleted_while_away() {
+    let kind = by_kind("HTTPRoute").unwrap();
+    let mut mirror = Mirror::new();
+    list(&mut mirror, kind, vec![route("a", "1"), route("b", "2")]);
+    assert_eq!(mirror.store().http_routes.len(), 2);
+    // Objects applied during a relist are not visible until it is done.
+    mirror.handle(kind, Event::Init);
+    mirror.handle(kind, Event::InitApply(route("b", "5")));
+    assert_eq!(mirror.store().http_routes.len(), 2);
+    mirror.handle(kind, Event::InitDone);
+    let names: Vec<_> = mirror
+        .store()
+        .http_routes
+        .keys()
+        .map(|k| k.1.clone())
+        .collect();
+    assert_eq!(names, vec!["b"]);
+    let key = ObjectKey::new("HTTPRoute", "default", "b");
+    assert_eq!(mirror.observed()[&key].resource_version, "5");
+    assert_eq!(mirror.observed()[&key].generation, 2);
+    assert!(
+        !mirror
+            .observed()
+            .contains_key(&ObjectKey::new("HTTPRoute", "default", "a"))
+    );
+}
+
+#[test]
+fn a_malformed_object_is_left_out_and_reported() {
+    let kind = by_kind("HTTPRoute").unwrap();
+    let mut mirror = Mirror::new();
+    list(&mut mirror, kind, vec![route("good", "1")]);
+    let bad = object(json!({
+        "metadata": {"name": "bad", "namespace": "default", "resourceVersion": "3"},
+        "spec": {"parentRefs": "not a list"}
+    }));
+    assert!(mirror.handle(kind, Event::Apply(bad)));
+    let key = ObjectKey::new("HTTPRoute", "default", "bad");
+    assert!(
+        mirror.malformed().contains_key(&key),
+        "{:?}",
+        mirror.malformed()
+    );
+    assert_eq!(mirror.store().http_routes.len(), 1);
+    // Fixed: back in the store, no longer reported.
+    mirror.handle(kind, Event::Apply(route("bad", "4")));
+    assert!(mirror.malformed().is_empty());
+    assert_eq!(mirror.store().http_routes.len(), 2);
+    mirror.handle(kind, Event::Delete(route("bad", "5")));
+    assert_eq!(mirror.store().http_routes.len(), 1);
+    assert!(!mirror.observed().contains_key(&key));
+}
+
+#[test]
+fn namespaces_carry_their_name_label() {
+    let kind = by_kind("Namespace").unwrap();
+    let mut mirror = Mirror::new();
+    list(
+        &mut mirror,
+        kind,
+        vec![object(
+            json!({"metadata": {"name": "team-a", "resourceVersion": "1"}}),
+        )],
+    );
+    let labels = &mirror.store().namespaces["team-a"].metadata.labels;
+    assert_eq!(
+        labels
+            .get(culvert_control_lite::store::NAME_LABEL)
+            .map(String::as_str),
+        Some("team-a")
+    );
+}

@@ -1,0 +1,318 @@
+//! [`KubernetesSource`]: the watches, the mirror and the sync loop on a thread of
+//! their own, publishing one merged `DataPlaneConfig` for the process that serves it
+//! and, while this process holds the Lease, writing status and events.
+//!
+//! The sync loop: a change wakes it; it keeps taking changes until none has come
+//! for [`SourceConfig::debounce`] (at most [`SourceConfig::max_delay`] after the
+//! first), then translates. Nothing is published until every kind has been listed
+//! once; a config equal to the one last published is not published again. API
+//! trouble only delays changes: the last published config stays until a complete
+//! mirror says otherwise.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use culvert_control_lite::model::ObjectKey;
+use culvert_control_lite::translate::{FixedAddresses, Options, Translation, translate};
+use culvert_router::DataPlaneConfig;
+use kube::Client;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::addresses::{PodAddresses, Published};
+use crate::events::Events;
+use crate::kinds::WATCHED;
+use crate::leader::{self, LeaseConfig};
+use crate::mirror::Mirror;
+use crate::watch::{CHANNEL_DEPTH, Change, watch_kind, watch_pods};
+use crate::{Error, writer};
+
+/// How the source connects and what it publishes.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// A kubeconfig file; `None` infers (`KUBECONFIG`, `~/.kube/config`, in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// `controllerName` of the GatewayClasses served.
+    pub controller_name: String,
+    /// Addresses Gateways report when no pod addresses are known.
+    pub addresses: Vec<String>,
+    /// Publish the host IPs of the pods matching this label selector in this
+    /// namespace as Gateway addresses: `(namespace, selector)`.
+    pub publish_pods: Option<(String, String)>,
+    /// The Lease deciding which process writes status; `None` writes always (one
+    /// process only).
+    pub lease: Option<LeaseConfig>,
+    /// Quiet time that ends a burst of changes.
+    pub debounce: Duration,
+    /// Longest a change waits for a burst to end.
+    pub max_delay: Duration,
+}
+
+impl SourceConfig {
+    /// Defaults: infer the cluster, 50 ms debounce, 500 ms at most, no Lease.
+    pub fn new(controller_name: &str) -> Self {
+        Self {
+            kubeconfig: None,
+            controller_name: controller_name.to_owned(),
+            addresses: Vec::new(),
+            publish_pods: None,
+            lease: None,
+            debounce: Duration::from_millis(50),
+            max_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// A running Kubernetes source. Dropping it stops the watches and releases the
+/// Lease.
+pub struct KubernetesSource {
+    configs: watch::Receiver<Option<Arc<DataPlaneConfig>>>,
+    leader: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl KubernetesSource {
+    /// Connects (a bad kubeconfig fails here, before anything is served) and starts
+    /// the watches on a thread named `culvert-kubernetes`.
+    pub fn start(config: SourceConfig) -> Result<Self, Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let client = runtime.block_on(crate::client::connect(config.kubeconfig.as_deref()))?;
+        let (configs_tx, configs) = watch::channel(None);
+        let (leader_tx, leader) = watch::channel(config.lease.is_none());
+        let (stop, stop_rx) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name("culvert-kubernetes".to_owned())
+            .spawn(move || {
+                runtime.block_on(run(client, config, configs_tx, leader_tx, stop_rx));
+            })
+            .map_err(Error::Runtime)?;
+        Ok(Self {
+            configs,
+            leader,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The latest translated config; `None` until every kind has been listed.
+    pub fn configs(&self) -> watch::Receiver<Option<Arc<DataPlaneConfig>>> {
+        self.configs.clone()
+    }
+
+    /// Whether this process writes status now.
+    pub fn leader(&self) -> watch::Receiver<bool> {
+        self.leader.clone()
+    }
+}
+
+impl Drop for KubernetesSource {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn run(
+    client: Client,
+    config: SourceConfig,
+    configs: watch::Sender<Option<Arc<DataPlaneConfig>>>,
+    leader_tx: watch::Sender<bool>,
+    stop: watch::Receiver<bool>,
+) {
+    let (changes_tx, changes) = mpsc::channel(CHANNEL_DEPTH);
+    let mut tasks = tokio::task::JoinSet::new();
+    for kind in WATCHED {
+        tasks.spawn(watch_kind(client.clone(), kind, changes_tx.clone()));
+    }
+    if let Some((namespace, selector)) = config.publish_pods.clone() {
+        tasks.spawn(watch_pods(
+            client.clone(),
+            namespace,
+            selector,
+            changes_tx.clone(),
+        ));
+    }
+    drop(changes_tx);
+    let leader = leader_tx.subscribe();
+    let campaign = config
+        .lease
+        .clone()
+        .map(|lease| tokio::spawn(leader::run(client.clone(), lease, leader_tx, stop.clone())));
+    let instance = config.lease.as_ref().map(|l| l.identity.clone());
+    let mut sync = Sync {
+        events: Events::new(Some(client.clone()), "culvert", instance),
+        client,
+        config,
+        mirror: Mirror::new(),
+        pods: PodAddresses::default(),
+        configs,
+        last: None,
+        reported: Default::default(),
+    };
+    sync.run(changes, leader, stop).await;
+    tasks.abort_all();
+    // The campaign saw the stop too: give it a moment to release the Lease.
+    if let Some(campaign) = campaign {
+        let _ = tokio::time::timeout(Duration::from_secs(2), campaign).await;
+    }
+}
+
+/// The sync loop's state.
+struct Sync {
+    client: Client,
+    config: SourceConfig,
+    mirror: Mirror,
+    pods: PodAddresses,
+    configs: watch::Sender<Option<Arc<DataPlaneConfig>>>,
+    /// The last translation, for status writes after a leadership change.
+    last: Option<Translation>,
+    /// Malformed objects already reported, with the message reported.
+    reported: std::collections::BTreeMap<ObjectKey, String>,
+    events: Events,
+}
+
+/// First wait before retrying failed status writes; doubles up to a minute.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+impl Sync {
+    async fn run(
+        &mut self,
+        mut changes: mpsc::Receiver<Change>,
+        mut leader: watch::Receiver<bool>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let mut dirty = false;
+        let mut status_due = false;
+        let mut retry: Option<(Instant, Duration)> = None;
+        loop {
+            let retry_at = retry.map(|(at, _)| at);
+            tokio::select! {
+                change = changes.recv() => match change {
+                    Some(change) => dirty |= self.apply(change),
+                    None => return,
+                },
+                Ok(()) = leader.changed() => status_due |= *leader.borrow_and_update(),
+                () = sleep_until(retry_at), if retry_at.is_some() => status_due = true,
+                _ = stop.changed() => return,
+            }
+            if dirty {
+                let deadline = Instant::now() + self.config.max_delay;
+                loop {
+                    let quiet = (Instant::now() + self.config.debounce).min(deadline);
+                    match tokio::time::timeout_at(quiet, changes.recv()).await {
+                        Ok(Some(change)) => dirty |= self.apply(change),
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                }
+            }
+            if !self.mirror.ready() {
+                continue;
+            }
+            if dirty {
+                dirty = false;
+                self.translate();
+                status_due = true;
+            }
+            if status_due && *leader.borrow() {
+                status_due = false;
+                let failed = self.write_status().await;
+                retry = if failed {
+                    let wait = retry.map_or(RETRY_FIRST, |(_, wait)| (wait * 2).min(RETRY_MAX));
+                    Some((Instant::now() + wait, wait))
+                } else {
+                    None
+                };
+            }
+        }
+    }
+
+    fn apply(&mut self, change: Change) -> bool {
+        match change {
+            Change::Object(kind, event) => self.mirror.handle(kind, event),
+            Change::Absent(kind) => {
+                if self.mirror.absent(kind) {
+                    tracing::info!(kind = kind.kind, "API not served; treated as empty");
+                    true
+                } else {
+                    false
+                }
+            }
+            Change::Pod(event) => self.pods.handle(event),
+        }
+    }
+
+    fn translate(&mut self) {
+        let mut addresses = self.pods.addresses();
+        if addresses.is_empty() {
+            addresses.clone_from(&self.config.addresses);
+        }
+        let options = Options {
+            controller_name: self.config.controller_name.clone(),
+            privileged_namespace_prefixes: Vec::new(),
+            addresses: Box::new(Published(FixedAddresses(addresses))),
+        };
+        let translation = translate(self.mirror.store(), &options);
+        let config = translation.merged_config().unwrap_or_default();
+        self.configs.send_if_modified(|current| {
+            if current.as_deref() == Some(&config) {
+                return false;
+            }
+            *current = Some(Arc::new(config));
+            true
+        });
+        self.last = Some(translation);
+    }
+
+    /// Writes statuses and reports malformed objects; returns whether a write
+    /// failed and should be retried.
+    async fn write_status(&mut self) -> bool {
+        let Some(translation) = &self.last else {
+            return false;
+        };
+        let outcome = writer::write_all(
+            &self.client,
+            translation,
+            &self.mirror,
+            &self.config.controller_name,
+            &mut self.events,
+        )
+        .await;
+        if outcome.written > 0 {
+            tracing::debug!(written = outcome.written, "status written");
+        }
+        let malformed: Vec<(ObjectKey, String)> = self
+            .mirror
+            .malformed()
+            .iter()
+            .filter(|(key, message)| self.reported.get(*key) != Some(*message))
+            .map(|(key, message)| (key.clone(), message.clone()))
+            .collect();
+        self.reported
+            .retain(|key, _| self.mirror.malformed().contains_key(key));
+        for (key, message) in malformed {
+            tracing::warn!(object = %key, %message, "object does not decode; left out");
+            let uid = self.mirror.observed().get(&key).and_then(|o| o.uid.clone());
+            self.events
+                .warn(&key, uid.as_deref(), "InvalidObject", &message)
+                .await;
+            self.reported.insert(key, message);
+        }
+        outcome.failed > 0
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

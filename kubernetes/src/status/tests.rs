@@ -1,0 +1,177 @@
+use super::*;
+use culvert_control_lite::model::{ParentReference, RouteParentStatus, RouteStatus};
+use serde_json::json;
+
+const OURS: &str = "culvert.dev/gateway-controller";
+const NOW: &str = "2026-12-04T12:00:00Z";
+
+fn condition(kind: &str, status: bool, reason: &str) -> Condition {
+    Condition::new(kind, status, reason, "", 3)
+}
+
+fn route_translation(parent: &str, accepted: bool) -> (Translation, ObjectKey) {
+    let key = ObjectKey::new("HTTPRoute", "default", "web");
+    let mut translation = Translation::default();
+    translation.routes.insert(
+        key.clone(),
+        RouteStatus {
+            parents: vec![RouteParentStatus {
+                parent_ref: ParentReference {
+                    group: None,
+                    kind: None,
+                    namespace: None,
+                    name: parent.to_owned(),
+                    section_name: Some("http".to_owned()),
+                    port: Some(8080),
+                },
+                controller_name: OURS.to_owned(),
+                conditions: vec![condition(
+                    "Accepted",
+                    accepted,
+                    if accepted {
+                        "Accepted"
+                    } else {
+                        "NotAllowedByListeners"
+                    },
+                )],
+            }],
+        },
+    );
+    (translation, key)
+}
+
+fn observed(status: Value) -> Observed {
+    Observed {
+        resource_version: "7".to_owned(),
+        generation: 3,
+        status,
+        uid: None,
+    }
+}
+
+#[test]
+fn other_controllers_entries_stay_in_place_and_ours_are_replaced() {
+    let (translation, key) = route_translation("edge", true);
+    let stored = json!({"parents": [
+        {"parentRef": {"name": "theirs"}, "controllerName": "example.com/other",
+         "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
+                         "observedGeneration": 1, "lastTransitionTime": "2020-01-01T00:00:00Z"}]},
+        {"parentRef": {"name": "old"}, "controllerName": OURS, "conditions": []}
+    ]});
+    let wanted = desired(&translation, &key, &observed(stored.clone()), OURS, NOW).unwrap();
+    let parents = wanted["parents"].as_array().unwrap();
+    assert_eq!(parents.len(), 2, "{wanted}");
+    assert_eq!(
+        parents[0], stored["parents"][0],
+        "the other controller's entry is untouched"
+    );
+    // The parentRef is the spec's, as written: sectionName and port kept, no defaults added.
+    assert_eq!(
+        parents[1]["parentRef"],
+        json!({"name": "edge", "sectionName": "http", "port": 8080})
+    );
+    assert_eq!(parents[1]["controllerName"], OURS);
+    assert_eq!(parents[1]["conditions"][0]["observedGeneration"], 3);
+    assert_eq!(parents[1]["conditions"][0]["lastTransitionTime"], NOW);
+}
+
+#[test]
+fn an_unchanged_status_needs_no_write_and_keeps_its_transition_time() {
+    let (translation, key) = route_translation("edge", true);
+    let first = desired(&translation, &key, &observed(Value::Null), OURS, NOW).unwrap();
+    // Written once; a later sync at a later time finds nothing to change.
+    let later = "2026-12-04T13:00:00Z";
+    assert_eq!(
+        desired(&translation, &key, &observed(first.clone()), OURS, later),
+        None
+    );
+    // A changed verdict gets a new transition time; the parent entry is replaced.
+    let (refused, _) = route_translation("edge", false);
+    let next = desired(&refused, &key, &observed(first), OURS, later).unwrap();
+    assert_eq!(
+        next["parents"][0]["conditions"][0]["lastTransitionTime"],
+        later
+    );
+    assert_eq!(next["parents"][0]["conditions"][0]["status"], "False");
+    assert_eq!(next["parents"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_route_that_left_our_gateways_loses_only_our_entries() {
+    let key = ObjectKey::new("HTTPRoute", "default", "web");
+    let translation = Translation::default();
+    let stored = json!({"parents": [
+        {"parentRef": {"name": "theirs"}, "controllerName": "example.com/other", "conditions": []},
+        {"parentRef": {"name": "edge"}, "controllerName": OURS, "conditions": []}
+    ]});
+    let observed = observed(stored);
+    let keys = candidates(&translation, [(&key, &observed)].into_iter(), OURS);
+    assert_eq!(keys, vec![key.clone()]);
+    let wanted = desired(&translation, &key, &observed, OURS, NOW).unwrap();
+    assert_eq!(
+        wanted,
+        json!({"parents": [{"parentRef": {"name": "theirs"}, "controllerName": "example.com/other", "conditions": []}]})
+    );
+    // A route that never had an entry of ours is not a candidate.
+    let foreign = self::observed(json!({"parents": []}));
+    assert!(candidates(&translation, [(&key, &foreign)].into_iter(), OURS).is_empty());
+}
+
+#[test]
+fn gateway_status_keeps_foreign_fields_and_listener_times() {
+    use culvert_control_lite::model::{GatewayAddress, GatewayStatus, ListenerStatus};
+    let key = ObjectKey::new("Gateway", "default", "edge");
+    let mut translation = Translation::default();
+    translation.gateways.insert(
+        ("default".to_owned(), "edge".to_owned()),
+        GatewayStatus {
+            addresses: vec![GatewayAddress {
+                kind: Some("IPAddress".to_owned()),
+                value: Some("192.0.2.1".to_owned()),
+            }],
+            conditions: vec![condition("Accepted", true, "Accepted")],
+            listeners: vec![ListenerStatus {
+                name: "http".to_owned(),
+                supported_kinds: Vec::new(),
+                attached_routes: 2,
+                conditions: vec![condition("Programmed", true, "Programmed")],
+            }],
+        },
+    );
+    let stored = json!({
+        "attachedListenerSets": 0,
+        "listeners": [{"name": "http", "supportedKinds": [], "attachedRoutes": 1, "conditions": [
+            {"type": "Programmed", "status": "True", "reason": "Programmed", "message": "",
+             "observedGeneration": 2, "lastTransitionTime": "2020-01-01T00:00:00Z"}]}]
+    });
+    let wanted = desired(&translation, &key, &observed(stored), OURS, NOW).unwrap();
+    assert_eq!(wanted["attachedListenerSets"], 0);
+    assert_eq!(wanted["addresses"][0]["value"], "192.0.2.1");
+    assert_eq!(wanted["listeners"][0]["attachedRoutes"], 2);
+    assert_eq!(
+        wanted["listeners"][0]["conditions"][0]["lastTransitionTime"],
+        "2020-01-01T00:00:00Z"
+    );
+    assert_eq!(wanted["conditions"][0]["lastTransitionTime"], NOW);
+}
+
+#[test]
+fn refusals_name_what_is_wrong() {
+    let status = json!({"parents": [
+        {"parentRef": {"name": "edge"}, "controllerName": OURS, "conditions": [
+            {"type": "Accepted", "status": "False", "reason": "NotAllowedByListeners", "message": "m"},
+            {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs", "message": ""}]},
+        {"parentRef": {"name": "x"}, "controllerName": "example.com/other", "conditions": [
+            {"type": "Accepted", "status": "False", "reason": "Theirs", "message": ""}]}
+    ]});
+    assert_eq!(
+        refusals("HTTPRoute", &status, OURS),
+        vec![("NotAllowedByListeners".to_owned(), "m".to_owned())]
+    );
+    let gateway = json!({"conditions": [], "listeners": [{"name": "a", "conditions": [
+        {"type": "Conflicted", "status": "True", "reason": "HostnameConflict", "message": "h"}]}]});
+    assert_eq!(
+        refusals("Gateway", &gateway, OURS),
+        vec![("HostnameConflict".to_owned(), "h".to_owned())]
+    );
+}
