@@ -77,20 +77,48 @@ impl KubernetesSource {
     /// Connects (a bad kubeconfig fails here, before anything is served) and starts
     /// the watches on a thread named `culvert-kubernetes`.
     pub fn start(config: SourceConfig) -> Result<Self, Error> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
-        let client = runtime.block_on(crate::client::connect(config.kubeconfig.as_deref()))?;
         let (configs_tx, configs) = watch::channel(None);
         let (leader_tx, leader) = watch::channel(config.lease.is_none());
         let (stop, stop_rx) = watch::channel(false);
+        let (connected_tx, connected) = std::sync::mpsc::channel();
+        // The runtime is built and entered on the new thread only, so `start` may be
+        // called from inside another runtime (a test's, say).
         let thread = std::thread::Builder::new()
             .name("culvert-kubernetes".to_owned())
             .spawn(move || {
-                runtime.block_on(run(client, config, configs_tx, leader_tx, stop_rx));
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        let _ = connected_tx.send(Err(Error::Runtime(error)));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let kubeconfig = config.kubeconfig.clone();
+                    match crate::client::connect(kubeconfig.as_deref()).await {
+                        Ok(client) => {
+                            let _ = connected_tx.send(Ok(()));
+                            run(client, config, configs_tx, leader_tx, stop_rx).await;
+                        }
+                        Err(error) => {
+                            let _ = connected_tx.send(Err(error));
+                        }
+                    }
+                });
             })
             .map_err(Error::Runtime)?;
+        let connected = connected.recv().unwrap_or_else(|_| {
+            Err(Error::Runtime(std::io::Error::other(
+                "the Kubernetes thread stopped",
+            )))
+        });
+        if let Err(error) = connected {
+            let _ = thread.join();
+            return Err(error);
+        }
         Ok(Self {
             configs,
             leader,

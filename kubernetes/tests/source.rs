@@ -1,0 +1,423 @@
+//! The Kubernetes source against the fake API server over loopback: what it serves,
+//! the status it writes, and the faults it survives.
+#![allow(clippy::unwrap_used, reason = "tests fail on any error")]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use culvert_fake_apiserver::{FakeApiServer, Fault, Serving};
+use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
+use culvert_router::DataPlaneConfig;
+use serde_json::{Value, json};
+
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+const GW: &str = "gateway.networking.k8s.io/v1";
+
+/// A fake server with the Gateway API CRDs the repository ships.
+fn fake() -> FakeApiServer {
+    let server = FakeApiServer::new();
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/crds/gateway-api/v1.6.1"
+    );
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            server
+                .register_crds(&std::fs::read_to_string(&path).unwrap())
+                .unwrap();
+        }
+    }
+    server
+}
+
+fn objects() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
+               "spec": {"controllerName": CONTROLLER}}),
+        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
+               "spec": {"gatewayClassName": "culvert",
+                        "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"ports": [{"port": 80}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "web-1", "namespace": "default",
+                            "labels": {"kubernetes.io/service-name": "web"}},
+               "addressType": "IPv4", "ports": [{"port": 9001}],
+               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
+        route("web", "www.example.com"),
+    ]
+}
+
+fn route(name: &str, host: &str) -> Value {
+    json!({"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"parentRefs": [{"name": "edge", "sectionName": "http"}], "hostnames": [host],
+                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}})
+}
+
+fn config_for(serving: &Serving, name: &str) -> SourceConfig {
+    let path =
+        std::env::temp_dir().join(format!("culvert-kube-{name}-{}.yaml", std::process::id()));
+    serving.write_kubeconfig(&path).unwrap();
+    let mut config = SourceConfig::new(CONTROLLER);
+    config.kubeconfig = Some(path);
+    config.addresses = vec!["192.0.2.1".to_owned()];
+    config
+}
+
+/// Polls `check` every 50 ms until it holds or 15 s pass.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < Duration::from_secs(15), "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn published(source: &KubernetesSource) -> Option<Arc<DataPlaneConfig>> {
+    source.configs().borrow().clone()
+}
+
+fn hostnames(source: &KubernetesSource) -> Vec<String> {
+    published(source)
+        .map(|c| {
+            c.http_routes
+                .iter()
+                .flat_map(|r| r.hostnames.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn route_status(server: &FakeApiServer, name: &str) -> Value {
+    server
+        .get(GW, "HTTPRoute", Some("default"), name)
+        .map(|o| o["status"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn status_writes(server: &FakeApiServer, name: &str) -> usize {
+    let path = format!("/httproutes/{name}/status");
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with(&path) && r.status == 200)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_the_cluster_and_writes_status_next_to_other_controllers() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    // Another controller already reports on the route; its entry must survive.
+    let mut theirs = server.get(GW, "HTTPRoute", Some("default"), "web").unwrap();
+    theirs["status"] = json!({"parents": [{"parentRef": {"name": "other-gw"},
+        "controllerName": "example.com/other", "conditions": []}]});
+    server.write_status(theirs).unwrap();
+    let serving = server.serve().await.unwrap();
+    let source = KubernetesSource::start(config_for(&serving, "serve")).unwrap();
+
+    eventually("the route is served", || async {
+        hostnames(&source) == ["www.example.com"]
+    })
+    .await;
+    let config = published(&source).unwrap();
+    assert_eq!(config.listeners.len(), 1);
+    assert_eq!(config.listeners[0].port, 8080);
+    assert_eq!(
+        config.listeners[0].address, None,
+        "published addresses are not bound"
+    );
+
+    eventually("the route's status is written", || async {
+        route_status(&server, "web")["parents"]
+            .as_array()
+            .is_some_and(|p| p.len() == 2)
+    })
+    .await;
+    let status = route_status(&server, "web");
+    assert_eq!(status["parents"][0]["controllerName"], "example.com/other");
+    let ours = &status["parents"][1];
+    assert_eq!(ours["controllerName"], CONTROLLER);
+    assert_eq!(
+        ours["parentRef"],
+        json!({"name": "edge", "sectionName": "http"})
+    );
+    let accepted = &ours["conditions"][0];
+    assert_eq!(
+        (accepted["type"].as_str(), accepted["status"].as_str()),
+        (Some("Accepted"), Some("True"))
+    );
+    assert_eq!(accepted["observedGeneration"], 1);
+    eventually("the Gateway's status is written", || async {
+        server.get(GW, "Gateway", Some("default"), "edge").unwrap()["status"]["addresses"]
+            == json!([{"type": "IPAddress", "value": "192.0.2.1"}])
+    })
+    .await;
+
+    // A spec edit is served and observed at the new generation.
+    let writes = status_writes(&server, "web");
+    server
+        .apply_object(route("web", "api.example.com"))
+        .unwrap();
+    eventually("the edit is served", || async {
+        hostnames(&source) == ["api.example.com"]
+    })
+    .await;
+    eventually("the new generation is observed", || async {
+        route_status(&server, "web")["parents"][1]["conditions"][0]["observedGeneration"] == 2
+    })
+    .await;
+    assert_eq!(status_writes(&server, "web"), writes + 1);
+
+    // An unrelated change re-translates but writes nothing for the route.
+    let writes = status_writes(&server, "web");
+    server
+        .create(json!({"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": "unrelated", "namespace": "default"}}))
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(status_writes(&server, "web"), writes, "no status flapping");
+
+    // Deleted: no longer served.
+    server
+        .delete(GW, "HTTPRoute", Some("default"), "web")
+        .unwrap();
+    eventually("the deletion is served", || async {
+        hostnames(&source).is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_published_before_every_kind_is_listed() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    // Lists of Services fail for a while: the plane must not serve a cluster
+    // without its Services (the route would answer 500).
+    server.inject(Fault {
+        method: Some("GET".to_owned()),
+        path_contains: Some("/services".to_owned()),
+        watch: Some(false),
+        code: 503,
+        times: 3,
+    });
+    let serving = server.serve().await.unwrap();
+    let source = KubernetesSource::start(config_for(&serving, "ready")).unwrap();
+    eventually("the failing list is retried", || async {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/services") && r.status == 503)
+            .count()
+            >= 1
+    })
+    .await;
+    assert!(
+        published(&source).is_none(),
+        "published before Services were listed"
+    );
+    eventually("served once listed", || async {
+        hostnames(&source) == ["www.example.com"]
+    })
+    .await;
+    let config = published(&source).unwrap();
+    let backends = &config.http_routes[0].rules[0].backends;
+    let endpoints: Vec<String> = backends[0]
+        .endpoints
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(endpoints, ["127.0.0.1:9001"], "{backends:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_compaction_ended_watches_and_an_outage() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    server.create(route("gone", "gone.example.com")).unwrap();
+    let serving = server.serve().await.unwrap();
+    let addr = serving.addr();
+    let source = KubernetesSource::start(config_for(&serving, "faults")).unwrap();
+    eventually("both routes served", || async {
+        hostnames(&source).len() == 2
+    })
+    .await;
+
+    // Watch streams end (server timeout): resumed from the last version, no relist.
+    let lists = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/httproutes") && !r.query.contains("watch"))
+            .count()
+    };
+    let before = lists(&server);
+    server.end_watches();
+    server.create(route("late", "late.example.com")).unwrap();
+    eventually("a change after the end is seen", || async {
+        hostnames(&source).len() == 3
+    })
+    .await;
+    assert_eq!(
+        lists(&server),
+        before,
+        "an ended watch resumes without a relist"
+    );
+
+    // The API server goes away; meanwhile a route is deleted, one is created and
+    // the history is compacted past what the watches saw. It comes back on the same
+    // port: the resumed watches get 410 in the stream and relist.
+    serving.stop();
+    server
+        .delete(GW, "HTTPRoute", Some("default"), "gone")
+        .unwrap();
+    server.create(route("after", "after.example.com")).unwrap();
+    server.compact_all();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        hostnames(&source).len(),
+        3,
+        "API trouble never takes the served config away"
+    );
+    let _back = server.serve_at(addr).await.unwrap();
+    eventually("the changes made while away are seen", || async {
+        let mut names = hostnames(&source);
+        names.sort();
+        names == ["after.example.com", "late.example.com", "www.example.com"]
+    })
+    .await;
+    let relists = lists(&server) - before;
+    assert!(
+        (1..=3).contains(&relists),
+        "{relists} relists after one 410: no hot loop"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/httproutes")
+                && r.query.contains("watch")
+                && r.status == 200),
+        "watches resumed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_object_is_reported_and_the_rest_keeps_serving() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    let mut bad = route("bad", "bad.example.com");
+    bad["spec"]["parentRefs"] = json!("not a list");
+    server.create(bad).unwrap();
+    let serving = server.serve().await.unwrap();
+    let source = KubernetesSource::start(config_for(&serving, "malformed")).unwrap();
+    eventually("the good route is served", || async {
+        hostnames(&source) == ["www.example.com"]
+    })
+    .await;
+    eventually("an event names the bad route", || async {
+        server
+            .requests()
+            .iter()
+            .any(|r| r.method == "POST" && r.path.contains("/events") && r.status == 201)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_conflict_is_reread_and_retried() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    server.inject(Fault {
+        method: Some("PATCH".to_owned()),
+        path_contains: Some("/httproutes/web/status".to_owned()),
+        watch: None,
+        code: 409,
+        times: 2,
+    });
+    let serving = server.serve().await.unwrap();
+    let _source = KubernetesSource::start(config_for(&serving, "conflict")).unwrap();
+    eventually("the status lands after the conflicts", || async {
+        route_status(&server, "web")["parents"][0]["controllerName"] == CONTROLLER
+    })
+    .await;
+    let codes: Vec<u16> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/httproutes/web/status"))
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(codes, [409, 409, 200]);
+    let rereads = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/httproutes/web/status"))
+        .count();
+    assert_eq!(rereads, 2, "each conflict re-reads the object");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leader_writes_and_a_successor_takes_over() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    let serving = server.serve().await.unwrap();
+    let start = |identity: &str| {
+        let mut config = config_for(&serving, identity);
+        let mut lease = LeaseConfig::new("default", "culvert-test", identity);
+        lease.duration = Duration::from_secs(2);
+        lease.retry = Duration::from_millis(200);
+        config.lease = Some(lease);
+        KubernetesSource::start(config).unwrap()
+    };
+    let first = start("first");
+    eventually("the first leads", || async { *first.leader().borrow() }).await;
+    let second = start("second");
+    eventually("the second serves too", || async {
+        hostnames(&second) == ["www.example.com"]
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        *first.leader().borrow() && !*second.leader().borrow(),
+        "one leader at a time"
+    );
+
+    // The leader stops and hands the Lease on: the successor takes over and writes.
+    drop(first);
+    eventually("the second leads", || async { *second.leader().borrow() }).await;
+    server
+        .apply_object(route("web", "next.example.com"))
+        .unwrap();
+    eventually("the successor writes status", || async {
+        route_status(&server, "web")["parents"][0]["conditions"][0]["observedGeneration"] == 2
+    })
+    .await;
+    let lease = server
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            Some("default"),
+            "culvert-test",
+        )
+        .unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "second");
+}
