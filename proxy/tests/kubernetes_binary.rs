@@ -1,0 +1,193 @@
+//! `culvert serve --kubernetes` end to end: the real binary, a fake API server on
+//! loopback and an echo backend. Objects in the API server become served routes,
+//! status lands on them, and when the Lease holder is killed the other process
+//! takes over writing.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_fake_apiserver::FakeApiServer;
+use http::StatusCode;
+use serde_json::{Value, json};
+use support::{free_port, get, temp_dir};
+
+const GW: &str = "gateway.networking.k8s.io/v1";
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+
+/// Kills the process on drop.
+struct Plane(Child);
+
+impl Drop for Plane {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_plane(kubeconfig: &Path, identity: &str) -> Plane {
+    let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args([
+            "serve",
+            "--kubernetes",
+            "--control",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--no-pin",
+            "--no-access-log",
+            "--lease-namespace",
+            "default",
+            "--lease-duration",
+            "3s",
+            "--identity",
+            identity,
+        ])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Plane(child)
+}
+
+fn cluster(server: &FakeApiServer, port: u16, backend: u16) {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/crds/gateway-api/v1.6.1"
+    );
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            server
+                .register_crds(&std::fs::read_to_string(&path).unwrap())
+                .unwrap();
+        }
+    }
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
+               "spec": {"controllerName": CONTROLLER}}),
+        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
+               "spec": {"gatewayClassName": "culvert",
+                        "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"ports": [{"port": 80}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "web-1", "namespace": "default",
+                            "labels": {"kubernetes.io/service-name": "web"}},
+               "addressType": "IPv4", "ports": [{"port": backend}],
+               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
+        route("/"),
+    ];
+    for object in objects {
+        server.create(object).unwrap();
+    }
+}
+
+fn route(prefix: &str) -> Value {
+    json!({"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"parentRefs": [{"name": "edge"}], "hostnames": ["www.example.com"],
+                    "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
+                               "backendRefs": [{"name": "web", "port": 80}]}]}})
+}
+
+async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let start = Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < limit, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn holder(server: &FakeApiServer) -> Option<String> {
+    server
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            Some("default"),
+            "culvert-status-writer",
+        )
+        .and_then(|lease| lease["spec"]["holderIdentity"].as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn objects_become_routes_and_status_and_a_killed_leader_is_replaced() {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let port = free_port();
+    let server = FakeApiServer::new();
+    cluster(&server, port, echo.addr().port());
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("kubernetes-binary");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let gateway = SocketAddr::from(([127, 0, 0, 1], port));
+
+    let first = start_plane(&kubeconfig, "plane-a");
+    until("the route serves", Duration::from_secs(30), async || {
+        tokio::net::TcpStream::connect(gateway).await.is_ok()
+            && get(gateway, "www.example.com", "/hello").await.status == StatusCode::OK
+    })
+    .await;
+    let reply = get(gateway, "www.example.com", "/hello").await;
+    assert_eq!(
+        reply.json()["path"],
+        "/hello",
+        "the echo backend saw the request"
+    );
+    until(
+        "plane-a writes status",
+        Duration::from_secs(15),
+        async || {
+            let status =
+                server.get(GW, "HTTPRoute", Some("default"), "web").unwrap()["status"].clone();
+            status["parents"][0]["controllerName"] == CONTROLLER
+        },
+    )
+    .await;
+    assert_eq!(holder(&server).as_deref(), Some("plane-a"));
+
+    // A second plane serves too but does not write.
+    let _second = start_plane(&kubeconfig, "plane-b");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(holder(&server).as_deref(), Some("plane-a"));
+
+    // The holder is killed (no release): plane-b takes over once the Lease expires,
+    // and a route change is both served and reported by it.
+    drop(first);
+    until(
+        "plane-b takes the Lease",
+        Duration::from_secs(15),
+        async || holder(&server).as_deref() == Some("plane-b"),
+    )
+    .await;
+    server.apply_object(route("/api")).unwrap();
+    until("the edit is served", Duration::from_secs(15), async || {
+        get(gateway, "www.example.com", "/other").await.status == StatusCode::NOT_FOUND
+    })
+    .await;
+    assert_eq!(
+        get(gateway, "www.example.com", "/api/x").await.status,
+        StatusCode::OK
+    );
+    until(
+        "plane-b reports the new generation",
+        Duration::from_secs(15),
+        async || {
+            let status =
+                server.get(GW, "HTTPRoute", Some("default"), "web").unwrap()["status"].clone();
+            status["parents"][0]["conditions"][0]["observedGeneration"] == 2
+        },
+    )
+    .await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
