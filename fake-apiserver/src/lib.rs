@@ -189,6 +189,22 @@ impl FakeApiServer {
         Ok(added)
     }
 
+    /// Registers the CRDs of every `.yaml` file in `dir` (see
+    /// [`FakeApiServer::register_crds`]).
+    pub fn register_crd_dir(&self, dir: &Path) -> Result<Vec<String>, String> {
+        let mut added = Vec::new();
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| e.to_string())?.path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                added.extend(self.register_crds(&text)?);
+            }
+        }
+        Ok(added)
+    }
+
     fn target_of(&self, object: &Value) -> Result<api::Target, String> {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();

@@ -21,14 +21,7 @@ fn fake() -> FakeApiServer {
         env!("CARGO_MANIFEST_DIR"),
         "/../deploy/crds/gateway-api/v1.6.1"
     );
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "yaml") {
-            server
-                .register_crds(&std::fs::read_to_string(&path).unwrap())
-                .unwrap();
-        }
-    }
+    server.register_crd_dir(std::path::Path::new(dir)).unwrap();
     server
 }
 

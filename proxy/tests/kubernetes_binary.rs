@@ -65,14 +65,7 @@ fn cluster(server: &FakeApiServer, port: u16, backend: u16) {
         env!("CARGO_MANIFEST_DIR"),
         "/../deploy/crds/gateway-api/v1.6.1"
     );
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "yaml") {
-            server
-                .register_crds(&std::fs::read_to_string(&path).unwrap())
-                .unwrap();
-        }
-    }
+    server.register_crd_dir(Path::new(dir)).unwrap();
     let objects = [
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
         json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},

@@ -335,6 +335,14 @@ impl Control {
         }
     }
 
+    /// The version an embedded source's next config gets: one above the serving one.
+    fn next_version(&self) -> u64 {
+        self.cell
+            .load()
+            .as_ref()
+            .map_or(1, |snapshot| snapshot.config_version + 1)
+    }
+
     /// Applies the config the embedded control plane published last, with the
     /// next version. A refused one is reported; the running config stays.
     async fn apply_published(&self) {
@@ -345,11 +353,7 @@ impl Control {
             return;
         };
         let mut config = DataPlaneConfig::clone(&latest);
-        config.version = self
-            .cell
-            .load()
-            .as_ref()
-            .map_or(1, |snapshot| snapshot.config_version + 1);
+        config.version = self.next_version();
         match self.apply(&config).await {
             Ok(snapshot) => eprintln!(
                 "culvert: cluster changed; serving version {}",
@@ -384,11 +388,7 @@ impl Control {
         for refusal in &refusals {
             eprintln!("culvert: {path}: not accepted: {refusal}");
         }
-        config.version = self
-            .cell
-            .load()
-            .as_ref()
-            .map_or(1, |snapshot| snapshot.config_version + 1);
+        config.version = self.next_version();
         match self.apply(&config).await {
             Ok(snapshot) => {
                 eprintln!(
