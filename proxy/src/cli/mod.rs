@@ -1,6 +1,8 @@
 //! Command-line interface of the `culvert` binary: one module per command.
 
 mod conformance;
+mod drain;
+mod install;
 mod route;
 mod serve;
 mod validate;
@@ -25,6 +27,10 @@ enum Action {
     Validate(validate::ValidateArgs),
     /// Run the data plane until SIGINT or SIGTERM.
     Serve(Box<serve::ServeArgs>),
+    /// Print the Kubernetes manifests that install Culvert (for `kubectl apply -f -`).
+    Install(install::InstallArgs),
+    /// Ask a running `culvert serve` to drain, through its config API.
+    Drain(drain::DrainArgs),
 }
 
 impl Command {
@@ -35,6 +41,8 @@ impl Command {
             Action::Conformance(args) => conformance::run(&args),
             Action::Validate(args) => validate::run(&args),
             Action::Serve(args) => serve::run(&args),
+            Action::Install(args) => install::run(&args),
+            Action::Drain(args) => drain::run(&args),
         }
     }
 }
