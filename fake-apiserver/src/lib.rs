@@ -1,85 +1,71 @@
 //! An in-process fake Kubernetes API server for Culvert's tests; never part of the
-//! shipped binary. It serves the REST semantics kube-rs relies on over a real
-//! loopback socket (so the `culvert` binary talks to it through a kubeconfig, as to a
-//! cluster): paginated lists, watches from a `resourceVersion` with the in-stream
-//! `410 Gone` a real server sends when that version is compacted away, label and
-//! field selectors, the `/status` subresource with optimistic concurrency (409 on a
-//! stale `resourceVersion`), generation bumps for spec changes only, no-op writes
-//! without events, finalizers. Faults a real server or network can cause are
-//! injectable: compaction, watch streams ending, failed requests, the server going
-//! down and coming back on the same port. `BEHAVIOUR.md` lists what is implemented
-//! and what is not.
+//! shipped binary. It serves the REST semantics kube-rs 5 relies on over a real
+//! loopback socket with HTTPS and a bearer token, so a `kube::Client` (or the
+//! `culvert` binary, through a kubeconfig file) talks to it as to a cluster:
+//! paginated lists at one revision, watches from a `resourceVersion` with the
+//! in-stream 410 a real server sends once that version is compacted away, label and
+//! field selectors, the `/status` subresource with optimistic concurrency,
+//! `generation` bumps for spec changes only, no-op writes without events, merge,
+//! JSON and (simplified) server-side-apply patches, finalizers, CRD schema defaults.
+//! Faults a real server or network can cause are injectable through [`Faults`].
+//! `BEHAVIOUR.md` is the behaviour table: what is implemented, what it mirrors, which
+//! test covers it, and what is not implemented.
 //!
-//! Start at [`FakeApiServer::new`], then [`FakeApiServer::serve`].
+//! It must never be a dependency of a shipped crate, and it never panics on what a
+//! client sends.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use culvert_fake_apiserver::{FakeApiServer, Matcher, Verb};
+//! let server = FakeApiServer::new();
+//! server.register_crds(&std::fs::read_to_string("httproutes.yaml")?)?;
+//! server.create(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+//!                                  "metadata": {"name": "default"}}))?;
+//! let serving = server.serve().await?;
+//! let client = serving.client().await?; // or serving.write_kubeconfig(path)
+//! server.faults().fail(Matcher::any().verb(Verb::Update).subresource("status"), 409, "Conflict", 1);
+//! server.faults().compact_all();
+//! # drop(client); Ok(()) }
+//! ```
+//!
+//! Start at [`FakeApiServer::new`], then [`FakeApiServer::serve`] and [`Faults`].
+//! Modules: `state` (shared state), `registry` (kinds), `store` (MVCC and history),
+//! `api` (object semantics), `list`, `watch`, `selector`, `patch`, `schema` (CRD
+//! defaults), `faults`, `http` (front end), `tls` (certificates and kubeconfig),
+//! `serving` (a running listener).
 #![forbid(unsafe_code)]
+#![allow(
+    clippy::result_large_err,
+    reason = "Status mirrors the wire body; a test fake favours that over a smaller Err"
+)]
 
 mod api;
+mod error;
+mod faults;
 mod http;
+mod list;
+mod patch;
+mod registry;
+mod schema;
 mod selector;
+mod serving;
+mod state;
 mod store;
+mod tls;
+mod watch;
 
 use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use serde_json::Value;
-use tokio::sync::watch;
 
-pub(crate) use store::Kind;
+pub use error::{Error, Status};
+pub use faults::{Fault, Faults, Matcher, Verb};
+pub use serving::Serving;
+pub use state::{LoggedRequest, Profile};
 
-/// A request the server answered, for assertions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoggedRequest {
-    /// Method.
-    pub method: String,
-    /// Path.
-    pub path: String,
-    /// Query string.
-    pub query: String,
-    /// Status code answered.
-    pub status: u16,
-}
-
-/// A failure to inject into matching requests.
-#[derive(Debug, Clone)]
-pub struct Fault {
-    /// Only this method (`GET`, `PATCH`, ...), or any.
-    pub method: Option<String>,
-    /// Only paths containing this, or any.
-    pub path_contains: Option<String>,
-    /// Only watches (`true`), only non-watches (`false`), or both.
-    pub watch: Option<bool>,
-    /// The status code answered (a `Status` body with a matching reason).
-    pub code: u16,
-    /// How many matching requests fail.
-    pub times: usize,
-}
-
-/// Shared state of a server.
-pub(crate) struct Inner {
-    pub(crate) kinds: Mutex<Vec<Kind>>,
-    pub(crate) store: Mutex<store::Store>,
-    /// Bumped after every write: watches look at the log again.
-    pub(crate) written: watch::Sender<u64>,
-    /// Bumped to end every open watch.
-    pub(crate) end_watches: watch::Sender<u64>,
-    pub(crate) faults: Mutex<Vec<Fault>>,
-    pub(crate) requests: Mutex<Vec<LoggedRequest>>,
-    pub(crate) token: String,
-}
-
-impl Inner {
-    pub(crate) fn notify(&self) {
-        self.written.send_modify(|n| *n += 1);
-    }
-
-    pub(crate) fn kinds(&self) -> Vec<Kind> {
-        self.kinds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
+use api::Target;
+use state::Inner;
 
 /// The fake server. Cheap to clone; clones share state.
 #[derive(Clone)]
@@ -93,122 +79,61 @@ impl Default for FakeApiServer {
     }
 }
 
-fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Kind {
-    Kind {
-        group: group.to_owned(),
-        version: version.to_owned(),
-        kind: kind.to_owned(),
-        plural: plural.to_owned(),
-        namespaced,
-        status: false,
-        custom: false,
+impl std::fmt::Debug for FakeApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeApiServer")
+            .field("revision", &self.revision())
+            .finish_non_exhaustive()
     }
 }
 
+fn unserved(api_version: &str, kind: &str) -> Status {
+    Status::new(
+        404,
+        "NotFound",
+        format!("the server could not find the requested resource ({kind} {api_version})"),
+    )
+}
+
 impl FakeApiServer {
-    /// A server with the built-in kinds Culvert reads or writes registered:
-    /// Namespace, Service, Secret, ConfigMap, Pod, Event (core and
-    /// `events.k8s.io/v1`), EndpointSlice and Lease. Custom kinds come from
-    /// [`FakeApiServer::register_crds`].
+    /// A server with the built-in kinds registered: core v1 Namespace, Node,
+    /// Service, Secret, ConfigMap, Pod, Event; `events.k8s.io/v1` Event;
+    /// `discovery.k8s.io/v1` EndpointSlice; `coordination.k8s.io/v1` Lease;
+    /// `apiextensions.k8s.io/v1` CustomResourceDefinition. No objects exist, not
+    /// even the `default` Namespace.
     pub fn new() -> Self {
-        let kinds = vec![
-            builtin("", "v1", "Namespace", "namespaces", false),
-            builtin("", "v1", "Service", "services", true),
-            builtin("", "v1", "Secret", "secrets", true),
-            builtin("", "v1", "ConfigMap", "configmaps", true),
-            builtin("", "v1", "Pod", "pods", true),
-            builtin("", "v1", "Event", "events", true),
-            builtin("events.k8s.io", "v1", "Event", "events", true),
-            builtin(
-                "discovery.k8s.io",
-                "v1",
-                "EndpointSlice",
-                "endpointslices",
-                true,
-            ),
-            builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
-        ];
-        let mut token = [0u8; 16];
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        for (i, b) in token.iter_mut().enumerate() {
-            *b = (seed >> ((i % 8) * 8)) as u8 ^ (i as u8).wrapping_mul(37);
-        }
         Self {
-            inner: Arc::new(Inner {
-                kinds: Mutex::new(kinds),
-                store: Mutex::new(store::Store::default()),
-                written: watch::channel(0).0,
-                end_watches: watch::channel(0).0,
-                faults: Mutex::new(Vec::new()),
-                requests: Mutex::new(Vec::new()),
-                token: token.iter().map(|b| format!("{b:02x}")).collect(),
-            }),
+            inner: Arc::new(Inner::new()),
         }
     }
 
     /// Registers every served version of the CustomResourceDefinitions in `yaml`
-    /// (multi-document; other documents are ignored). Returns the kinds added.
-    pub fn register_crds(&self, yaml: &str) -> Result<Vec<String>, String> {
-        let mut added = Vec::new();
+    /// (multi-document; other documents are ignored) and stores the CRD objects, as
+    /// `kubectl apply -f` would. Each version keeps its `openAPIV3Schema`, whose
+    /// defaults are applied on every write.
+    pub fn register_crds(&self, yaml: &str) -> Result<(), Error> {
         for document in serde_yaml_ng::Deserializer::from_str(yaml) {
-            let value: Value =
-                serde::Deserialize::deserialize(document).map_err(|e| format!("CRD YAML: {e}"))?;
+            let value: Value = serde::Deserialize::deserialize(document).map_err(Error::Yaml)?;
             if value["kind"] != "CustomResourceDefinition" {
                 continue;
             }
-            let spec = &value["spec"];
-            let group = spec["group"].as_str().ok_or("CRD without spec.group")?;
-            let kind = spec["names"]["kind"].as_str().ok_or("CRD without kind")?;
-            let plural = spec["names"]["plural"]
-                .as_str()
-                .ok_or("CRD without plural")?;
-            let namespaced = spec["scope"] == "Namespaced";
-            for version in spec["versions"].as_array().into_iter().flatten() {
-                if version["served"] != Value::Bool(true) {
-                    continue;
-                }
-                let name = version["name"].as_str().ok_or("CRD version without name")?;
-                self.inner
-                    .kinds
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(Kind {
-                        group: group.to_owned(),
-                        version: name.to_owned(),
-                        kind: kind.to_owned(),
-                        plural: plural.to_owned(),
-                        namespaced,
-                        status: version["subresources"]["status"].is_object(),
-                        custom: true,
-                    });
-                added.push(format!("{kind} {group}/{name}"));
+            registry::crd_kinds(&value)?;
+            let mut crd = value;
+            if let Some(meta) = crd["metadata"].as_object_mut() {
+                meta.remove("resourceVersion");
             }
+            self.apply_object(crd).map_err(Error::Store)?;
         }
-        Ok(added)
+        Ok(())
     }
 
-    /// Registers the CRDs of every `.yaml` file in `dir` (see
-    /// [`FakeApiServer::register_crds`]).
-    pub fn register_crd_dir(&self, dir: &Path) -> Result<Vec<String>, String> {
-        let mut added = Vec::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            if path.extension().is_some_and(|e| e == "yaml") {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                added.extend(self.register_crds(&text)?);
-            }
-        }
-        Ok(added)
-    }
-
-    fn target_of(&self, object: &Value) -> Result<api::Target, String> {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let kind = object["kind"].as_str().unwrap_or_default();
-        self.target(api_version, kind, object["metadata"]["namespace"].as_str())
+    /// Which Kubernetes minor the server answers as (default [`Profile::Current`]).
+    pub fn set_profile(&self, profile: Profile) {
+        *self
+            .inner
+            .profile
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = profile;
     }
 
     fn target(
@@ -216,71 +141,69 @@ impl FakeApiServer {
         api_version: &str,
         kind: &str,
         namespace: Option<&str>,
-    ) -> Result<api::Target, String> {
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        name: Option<&str>,
+    ) -> Result<Target, Status> {
         let found = self
             .inner
-            .kinds()
-            .into_iter()
-            .find(|k| k.group == group && k.version == version && k.kind == kind)
-            .ok_or_else(|| format!("{api_version} {kind} is not served"))?;
-        Ok(api::Target {
+            .registry()
+            .by_kind(api_version, kind)
+            .cloned()
+            .ok_or_else(|| unserved(api_version, kind))?;
+        Ok(Target {
             namespace: found
                 .namespaced
                 .then(|| namespace.unwrap_or("default").to_owned()),
             kind: found,
-            name: None,
+            name: name.map(str::to_owned),
             status: false,
         })
     }
 
-    /// Creates `object` as a `POST` would. `Err` is the `Status` body.
-    pub fn create(&self, object: Value) -> Result<Value, Value> {
-        let target = self
-            .target_of(&object)
-            .map_err(|e| store::status(404, "NotFound", &e, None))?;
-        match api::create(&self.inner, &target, object) {
-            (201, created) => Ok(created),
-            (_, failure) => Err(failure),
-        }
+    fn target_of(&self, object: &Value) -> Result<Target, Status> {
+        let meta = &object["metadata"];
+        self.target(
+            object["apiVersion"].as_str().unwrap_or_default(),
+            object["kind"].as_str().unwrap_or_default(),
+            meta["namespace"].as_str(),
+            meta["name"].as_str(),
+        )
+    }
+
+    /// Creates `object` as a `POST` would (same rules, same watch events).
+    pub fn create(&self, object: Value) -> Result<Value, Status> {
+        let mut target = self.target_of(&object)?;
+        target.name = None;
+        api::create(&self.inner, &target, object)
     }
 
     /// Creates `object`, or replaces its spec and metadata (not its status) whatever
     /// its `resourceVersion`, as `kubectl apply` ends up doing.
-    pub fn apply_object(&self, mut object: Value) -> Result<Value, Value> {
-        let target = self
-            .target_of(&object)
-            .map_err(|e| store::status(404, "NotFound", &e, None))?;
-        let name = object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let current = api::get(&self.inner, &target, &name);
-        if current.0 == 404 {
-            return self.create(object);
-        }
-        object["metadata"]["resourceVersion"] = current.1["metadata"]["resourceVersion"].clone();
-        match api::update(&self.inner, &target, &name, object, false) {
-            (200, updated) => Ok(updated),
-            (_, failure) => Err(failure),
+    pub fn apply_object(&self, mut object: Value) -> Result<Value, Status> {
+        let target = self.target_of(&object)?;
+        match api::get(&self.inner, &target) {
+            Err(status) if status.code == 404 => self.create(object),
+            Err(status) => Err(status),
+            Ok(current) => {
+                object["metadata"]["resourceVersion"] =
+                    current["metadata"]["resourceVersion"].clone();
+                api::update(&self.inner, &target, object, &api::WriteOptions::default())
+            }
         }
     }
 
-    /// Replaces the status of an object as another controller would (`status` of
-    /// `object`, precondition on its `resourceVersion` if it has one).
-    pub fn write_status(&self, object: Value) -> Result<Value, Value> {
-        let mut target = self
-            .target_of(&object)
-            .map_err(|e| store::status(404, "NotFound", &e, None))?;
-        target.status = true;
-        let name = object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        match api::update(&self.inner, &target, &name, object, true) {
-            (200, updated) => Ok(updated),
-            (_, failure) => Err(failure),
+    /// Replaces the status of an object as another controller would (the `status`
+    /// of `object`; a precondition on its `resourceVersion` if it has one).
+    pub fn write_status(&self, mut object: Value) -> Result<Value, Status> {
+        let mut target = self.target_of(&object)?;
+        if !target.kind.status {
+            return Err(unserved(&target.kind.api_version(), "status"));
         }
+        target.status = true;
+        if object["metadata"]["resourceVersion"].is_null() {
+            let current = api::get(&self.inner, &target)?;
+            object["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+        }
+        api::update(&self.inner, &target, object, &api::WriteOptions::default())
     }
 
     /// The object, if it exists.
@@ -291,55 +214,62 @@ impl FakeApiServer {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Value> {
-        let target = self.target(api_version, kind, namespace).ok()?;
-        match api::get(&self.inner, &target, name) {
-            (200, object) => Some(object),
-            _ => None,
-        }
+        let target = self.target(api_version, kind, namespace, Some(name)).ok()?;
+        api::get(&self.inner, &target).ok()
     }
 
-    /// Deletes the object as a `DELETE` would.
+    /// Deletes the object as a `DELETE` would (finalizers hold it back).
     pub fn delete(
         &self,
         api_version: &str,
         kind: &str,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<(), Value> {
-        let target = self
-            .target(api_version, kind, namespace)
-            .map_err(|e| store::status(404, "NotFound", &e, None))?;
-        match api::delete(&self.inner, &target, name) {
-            (200, _) => Ok(()),
-            (_, failure) => Err(failure),
+    ) -> Result<(), Status> {
+        let target = self.target(api_version, kind, namespace, Some(name))?;
+        api::delete(&self.inner, &target, None).map(|_| ())
+    }
+
+    /// Every current object of the kind, in every namespace, sorted by namespace
+    /// and name, with `apiVersion` and `kind`.
+    pub fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
+        let Ok(target) = self.target(api_version, kind, None, None) else {
+            return Vec::new();
+        };
+        let resource = target.kind.qualified();
+        self.inner
+            .store()
+            .objects
+            .iter()
+            .filter(|(k, _)| k.0 == resource)
+            .map(|(_, o)| api::typed(&target.kind, o.clone()))
+            .collect()
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            inner: Arc::clone(&self.inner),
         }
     }
 
-    /// Moves the compaction floor to the current revision: watches and `continue`
-    /// tokens from older versions get `410 Gone`.
+    /// Moves the compaction floor to the current revision (see
+    /// [`Faults::compact_all`]).
     pub fn compact_all(&self) {
-        self.inner
-            .store
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .compact_all();
+        self.faults().compact_all();
     }
 
-    /// Ends every open watch cleanly, as the server does at `timeoutSeconds`.
+    /// Ends every open watch cleanly (see [`Faults::end_watches`]).
     pub fn end_watches(&self) {
-        self.inner.end_watches.send_modify(|n| *n += 1);
+        self.faults().end_watches();
     }
 
-    /// Fails matching requests from now on (see [`Fault`]).
+    /// Fails matching requests (see [`Faults::inject`]).
     pub fn inject(&self, fault: Fault) {
-        self.inner
-            .faults
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(fault);
+        self.faults().inject(fault);
     }
 
-    /// Every request answered so far.
+    /// Every request answered so far, oldest first.
     pub fn requests(&self) -> Vec<LoggedRequest> {
         self.inner
             .requests
@@ -348,92 +278,39 @@ impl FakeApiServer {
             .clone()
     }
 
-    /// The current revision.
-    pub fn revision(&self) -> u64 {
+    /// Forgets the request log.
+    pub fn clear_requests(&self) {
         self.inner
-            .store
+            .requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .revision
+            .clear();
     }
 
-    /// Serves on a fresh loopback port.
+    /// The current revision (the `resourceVersion` of the latest write).
+    pub fn revision(&self) -> u64 {
+        self.inner.store().revision
+    }
+
+    /// The compaction floor: reads and watches at older revisions get 410.
+    pub fn compacted_revision(&self) -> u64 {
+        self.inner.store().floor
+    }
+
+    /// The bearer token clients must send.
+    pub fn token(&self) -> String {
+        self.inner.token.clone()
+    }
+
+    /// Serves on a fresh loopback port (`127.0.0.1:0`).
     pub async fn serve(&self) -> std::io::Result<Serving> {
         self.serve_at(SocketAddr::from(([127, 0, 0, 1], 0))).await
     }
 
-    /// Serves on `addr` (the port of an earlier [`Serving`] brings the server back
-    /// where its clients expect it).
+    /// Serves on `addr`: the address of an earlier, stopped [`Serving`] brings the
+    /// server back where its clients expect it, with the same state and CA.
     pub async fn serve_at(&self, addr: SocketAddr) -> std::io::Result<Serving> {
-        http::serve(Arc::clone(&self.inner), addr).await
+        let listener = http::serve(Arc::clone(&self.inner), addr).await?;
+        Ok(Serving::new(listener, self.inner.token.clone()))
     }
-}
-
-/// A listening server; dropping it (or [`Serving::stop`]) closes the listener and
-/// every connection, as a server going down does.
-pub struct Serving {
-    addr: SocketAddr,
-    token: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Serving {
-    /// Where it listens.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// A kubeconfig pointing at this server with its bearer token.
-    pub fn kubeconfig(&self) -> String {
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{addr}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: default\ncurrent-context: fake\nusers:\n- name: fake\n  user:\n    token: {token}\n",
-            addr = self.addr,
-            token = self.token,
-        )
-    }
-
-    /// Writes [`Serving::kubeconfig`] to `path`.
-    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig())
-    }
-
-    /// Stops serving: the listener closes and open connections are cut.
-    pub fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-/// The current time as `metav1.Time` text.
-pub(crate) fn now() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = seconds / 86_400;
-    let rem = seconds % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
