@@ -9,6 +9,15 @@ use serde_json::{Value, json};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A CRD file or directory could not be read.
+    #[error("reading {path}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A document of the CRD YAML is not YAML.
     #[error("CRD YAML is malformed")]
     Yaml(#[source] serde_yaml_ng::Error),

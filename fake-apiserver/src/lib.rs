@@ -55,6 +55,7 @@ mod tls;
 mod watch;
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, PoisonError};
 
 use serde_json::Value;
@@ -123,6 +124,31 @@ impl FakeApiServer {
                 meta.remove("resourceVersion");
             }
             self.apply_object(crd).map_err(Error::Store)?;
+        }
+        Ok(())
+    }
+
+    /// Registers the CRDs of every `.yaml` file in `dir` (see
+    /// [`FakeApiServer::register_crds`]).
+    pub fn register_crd_dir(&self, dir: &Path) -> Result<(), Error> {
+        let io = |source| Error::Io {
+            path: dir.display().to_string(),
+            source,
+        };
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(io)?;
+        paths.sort();
+        for path in paths {
+            if path.extension().is_some_and(|e| e == "yaml") {
+                let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                self.register_crds(&text)?;
+            }
         }
         Ok(())
     }
