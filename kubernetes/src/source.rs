@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use culvert_control_lite::model::ObjectKey;
@@ -64,9 +65,21 @@ impl SourceConfig {
     }
 }
 
+/// Counts of the sync loop's work, readable while it runs.
+#[derive(Debug, Default)]
+pub struct SyncStats {
+    /// Translations made (one per burst of changes once every kind is listed).
+    pub translations: AtomicU64,
+    /// Configs published (translations whose config differed from the last).
+    pub published: AtomicU64,
+    /// Watch events taken from the channel.
+    pub changes: AtomicU64,
+}
+
 /// A running Kubernetes source. Dropping it stops the watches and releases the
 /// Lease.
 pub struct KubernetesSource {
+    stats: Arc<SyncStats>,
     configs: watch::Receiver<Option<Arc<DataPlaneConfig>>>,
     leader: watch::Receiver<bool>,
     stop: watch::Sender<bool>,
@@ -81,6 +94,8 @@ impl KubernetesSource {
         let (leader_tx, leader) = watch::channel(config.lease.is_none());
         let (stop, stop_rx) = watch::channel(false);
         let (connected_tx, connected) = std::sync::mpsc::channel();
+        let stats = Arc::new(SyncStats::default());
+        let sync_stats = Arc::clone(&stats);
         // The runtime is built and entered on the new thread only, so `start` may be
         // called from inside another runtime (a test's, say).
         let thread = std::thread::Builder::new()
@@ -101,7 +116,13 @@ impl KubernetesSource {
                     match crate::client::connect(kubeconfig.as_deref()).await {
                         Ok(client) => {
                             let _ = connected_tx.send(Ok(()));
-                            run(client, config, configs_tx, leader_tx, stop_rx).await;
+                            let channels = Channels {
+                                configs: configs_tx,
+                                leader: leader_tx,
+                                stop: stop_rx,
+                                stats: sync_stats,
+                            };
+                            run(client, config, channels).await;
                         }
                         Err(error) => {
                             let _ = connected_tx.send(Err(error));
@@ -120,6 +141,7 @@ impl KubernetesSource {
             return Err(error);
         }
         Ok(Self {
+            stats,
             configs,
             leader,
             stop,
@@ -130,6 +152,11 @@ impl KubernetesSource {
     /// The latest translated config; `None` until every kind has been listed.
     pub fn configs(&self) -> watch::Receiver<Option<Arc<DataPlaneConfig>>> {
         self.configs.clone()
+    }
+
+    /// What the sync loop has done so far.
+    pub fn stats(&self) -> &SyncStats {
+        &self.stats
     }
 
     /// Whether this process writes status now.
@@ -147,13 +174,21 @@ impl Drop for KubernetesSource {
     }
 }
 
-async fn run(
-    client: Client,
-    config: SourceConfig,
+/// The source thread's ends of its channels.
+struct Channels {
     configs: watch::Sender<Option<Arc<DataPlaneConfig>>>,
-    leader_tx: watch::Sender<bool>,
+    leader: watch::Sender<bool>,
     stop: watch::Receiver<bool>,
-) {
+    stats: Arc<SyncStats>,
+}
+
+async fn run(client: Client, config: SourceConfig, channels: Channels) {
+    let Channels {
+        configs,
+        leader: leader_tx,
+        stop,
+        stats,
+    } = channels;
     let (changes_tx, changes) = mpsc::channel(CHANNEL_DEPTH);
     let mut tasks = tokio::task::JoinSet::new();
     for kind in WATCHED {
@@ -183,6 +218,7 @@ async fn run(
         configs,
         last: None,
         reported: Default::default(),
+        stats,
     };
     sync.run(changes, leader, stop).await;
     tasks.abort_all();
@@ -204,6 +240,7 @@ struct Sync {
     /// Malformed objects already reported, with the message reported.
     reported: std::collections::BTreeMap<ObjectKey, String>,
     events: Events,
+    stats: Arc<SyncStats>,
 }
 
 /// First wait before retrying failed status writes; doubles up to a minute.
@@ -264,6 +301,7 @@ impl Sync {
     }
 
     fn apply(&mut self, change: Change) -> bool {
+        self.stats.changes.fetch_add(1, Ordering::Relaxed);
         match change {
             Change::Object(kind, event) => self.mirror.handle(kind, event),
             Change::Absent(kind) => {
@@ -289,14 +327,18 @@ impl Sync {
             addresses: Box::new(Published(FixedAddresses(addresses))),
         };
         let translation = translate(self.mirror.store(), &options);
+        self.stats.translations.fetch_add(1, Ordering::Relaxed);
         let config = translation.merged_config().unwrap_or_default();
-        self.configs.send_if_modified(|current| {
+        let published = self.configs.send_if_modified(|current| {
             if current.as_deref() == Some(&config) {
                 return false;
             }
             *current = Some(Arc::new(config));
             true
         });
+        if published {
+            self.stats.published.fetch_add(1, Ordering::Relaxed);
+        }
         self.last = Some(translation);
     }
 

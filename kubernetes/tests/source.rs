@@ -414,3 +414,42 @@ async fn one_leader_writes_and_a_successor_takes_over() {
         .unwrap();
     assert_eq!(lease["spec"]["holderIdentity"], "second");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_updates_costs_a_few_translations_and_ends_on_the_last() {
+    use std::sync::atomic::Ordering;
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    let serving = server.serve().await.unwrap();
+    let source = KubernetesSource::start(config_for(&serving, "flood")).unwrap();
+    eventually("served", || async {
+        hostnames(&source) == ["www.example.com"]
+    })
+    .await;
+    let before = source.stats().translations.load(Ordering::Relaxed);
+    // 2,000 edits as fast as the server takes them (more than the watch channel
+    // holds): the watches wait on the loop instead of queueing without bound.
+    const EDITS: usize = 2000;
+    for i in 0..EDITS {
+        server
+            .apply_object(route("web", &format!("v{i}.example.com")))
+            .unwrap();
+    }
+    let last = format!("v{}.example.com", EDITS - 1);
+    eventually("the last edit is served", || async {
+        hostnames(&source) == [last.clone()]
+    })
+    .await;
+    let stats = source.stats();
+    let translations = stats.translations.load(Ordering::Relaxed) - before;
+    assert!(
+        stats.changes.load(Ordering::Relaxed) >= EDITS as u64,
+        "every event was taken"
+    );
+    assert!(
+        translations < (EDITS / 20) as u64,
+        "{translations} translations for {EDITS} edits: bursts are coalesced"
+    );
+}

@@ -92,3 +92,34 @@ spec:
         "{out}"
     );
 }
+
+#[test]
+fn a_parent_ref_is_printed_as_written_with_section_and_port() {
+    let text = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: culvert}
+spec: {controllerName: culvert.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: default}
+spec:
+  gatewayClassName: culvert
+  listeners: [{name: http, port: 8080, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: default}
+spec:
+  parentRefs: [{name: edge, sectionName: http, port: 8080}]
+  rules: [{}]
+"#;
+    let (_, out) = validate(&scratch("parent-ref", text));
+    assert!(
+        out.contains(
+            "HTTPRoute default/web -> Gateway default/edge (http) port 8080: Accepted=True"
+        ),
+        "{out}"
+    );
+}

@@ -100,9 +100,14 @@ pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<(String, bool)> {
                 .as_ref()
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default();
+            let port = parent
+                .parent_ref
+                .port
+                .map(|p| format!(" port {p}"))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "{key} -> Gateway {namespace}/{}{section}: {}",
+                "{key} -> Gateway {namespace}/{}{section}{port}: {}",
                 parent.parent_ref.name,
                 describe(&parent.conditions)
             )?;
