@@ -140,10 +140,10 @@ async fn serves_the_cluster_and_writes_status_next_to_other_controllers() {
     assert_eq!(status["parents"][0]["controllerName"], "example.com/other");
     let ours = &status["parents"][1];
     assert_eq!(ours["controllerName"], CONTROLLER);
-    assert_eq!(
-        ours["parentRef"],
-        json!({"name": "edge", "sectionName": "http"})
-    );
+    // The parentRef is the spec's as stored (with the CRD's defaults applied).
+    let stored = server.get(GW, "HTTPRoute", Some("default"), "web").unwrap();
+    assert_eq!(ours["parentRef"], stored["spec"]["parentRefs"][0]);
+    assert_eq!(ours["parentRef"]["sectionName"], "http");
     let accepted = &ours["conditions"][0];
     assert_eq!(
         (accepted["type"].as_str(), accepted["status"].as_str()),
