@@ -1,0 +1,181 @@
+//! From an HTTPRoute change in the API server to the new route serving: a fake API
+//! server holding `--routes` HTTPRoutes (default 1,000), the Kubernetes source, and
+//! a data plane serving what it publishes, in one process on loopback. Each of
+//! `--changes` edits (default 1,000) gives one route a new hostname; the clock runs
+//! from the write to the first `200` for that hostname through the plane (polled
+//! every millisecond, each probe a new connection). Prints the median, p99 and
+//! largest latency, and the live heap the source holds after its first sync (its
+//! mirror of the cluster, the last translation and the published config), per
+//! 1,000 routes.
+//!
+//! `cargo bench -p culvert-proxy --bench kubernetes_sync -- --routes 10000`
+#![allow(
+    missing_docs,
+    unsafe_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "benchmark harness with a counting allocator"
+)]
+
+#[path = "../../router/benches/support/counting.rs"]
+mod counting;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_fake_apiserver::FakeApiServer;
+use culvert_kubernetes::{KubernetesSource, SourceConfig};
+use culvert_proxy::{ServeConfig, Server};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const GW: &str = "gateway.networking.k8s.io/v1";
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn route(index: usize, host: &str) -> Value {
+    json!({"apiVersion": GW, "kind": "HTTPRoute",
+           "metadata": {"name": format!("route-{index}"), "namespace": "default"},
+           "spec": {"parentRefs": [{"name": "edge"}], "hostnames": [host],
+                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}})
+}
+
+/// The status line's code of `GET /` for `host`, on a new connection.
+async fn probe(addr: SocketAddr, host: &str) -> Option<u16> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+async fn until_served(addr: SocketAddr, host: &str) {
+    while probe(addr, host).await != Some(200) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn main() {
+    // `cargo test --benches` runs this too: keep that run short.
+    let full = std::env::args().any(|a| a == "--bench");
+    let routes = arg("--routes", if full { 1_000 } else { 20 });
+    let changes = arg("--changes", if full { 1_000 } else { 5 });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(run(routes, changes));
+}
+
+async fn run(routes: usize, changes: usize) {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let server = FakeApiServer::new();
+    let crds = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/crds/gateway-api/v1.6.1"
+    );
+    server.register_crd_dir(std::path::Path::new(crds)).unwrap();
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
+               "spec": {"controllerName": CONTROLLER}}),
+        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
+               "spec": {"gatewayClassName": "culvert",
+                        "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"ports": [{"port": 80}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "web-1", "namespace": "default",
+                            "labels": {"kubernetes.io/service-name": "web"}},
+               "addressType": "IPv4", "ports": [{"port": echo.addr().port()}],
+               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
+    ];
+    for object in objects {
+        server.create(object).unwrap();
+    }
+    for i in 0..routes {
+        server
+            .create(route(i, &format!("r{i}.example.com")))
+            .unwrap();
+    }
+    let serving = server.serve().await.unwrap();
+    let kubeconfig =
+        std::env::temp_dir().join(format!("culvert-sync-bench-{}", std::process::id()));
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let mut config = SourceConfig::new(CONTROLLER);
+    config.kubeconfig = Some(kubeconfig.clone());
+
+    let before = counting::LIVE.load(Ordering::Relaxed);
+    let source = KubernetesSource::start(config).unwrap();
+    let mut configs = source.configs();
+    let started = Instant::now();
+    while configs.borrow_and_update().is_none() {
+        configs.changed().await.unwrap();
+    }
+    let first_sync = started.elapsed();
+    // Let status writes and their echoes settle before reading the heap.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let held = counting::LIVE.load(Ordering::Relaxed) - before;
+
+    let plane = Server::start(
+        ServeConfig::new("127.0.0.1:0".parse().unwrap())
+            .with_workers(std::num::NonZeroUsize::MIN)
+            .with_access_log(None)
+            .with_published(source.configs()),
+    )
+    .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    until_served(addr, "r0.example.com").await;
+
+    let mut latencies = Vec::with_capacity(changes);
+    for change in 0..changes {
+        let host = format!("c{change}.example.com");
+        let start = Instant::now();
+        server.apply_object(route(change % routes, &host)).unwrap();
+        until_served(addr, &host).await;
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    let stats = source.stats();
+    println!("routes {routes}, changes {changes}");
+    println!(
+        "change to serving: median {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+    println!(
+        "first sync {:.0} ms; translations {}, configs published {}",
+        first_sync.as_secs_f64() * 1e3,
+        stats.translations.load(Ordering::Relaxed),
+        stats.published.load(Ordering::Relaxed),
+    );
+    println!(
+        "source heap after the first sync: {} bytes, {} bytes per 1,000 routes",
+        held,
+        held * 1000 / routes.max(1) as isize
+    );
+    plane.shutdown();
+    drop(source);
+    let _ = std::fs::remove_file(kubeconfig);
+}
