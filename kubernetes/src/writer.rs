@@ -1,7 +1,8 @@
 //! Writes the statuses [`crate::status`] decides, with optimistic concurrency: each
 //! write is a merge patch of `/status` that names the `resourceVersion` it was
 //! computed from, so it never lands on a newer object. A conflict re-reads the
-//! object, recomputes and retries with backoff; other failures leave the object for
+//! object (a plain GET: RBAC grants `get` on the kinds, `update`/`patch` on their
+//! status), recomputes and retries with backoff; other failures leave the object for
 //! the next sync, which the caller schedules.
 
 use std::time::Duration;
@@ -114,7 +115,7 @@ async fn write_one(
             Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_ATTEMPTS => {
                 tokio::time::sleep(backoff).await;
                 backoff *= 2;
-                let fresh = match api.get_status(&key.name).await {
+                let fresh = match api.get(&key.name).await {
                     Ok(object) => object,
                     Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
                     Err(error) => return Err(error),

@@ -361,7 +361,7 @@ async fn a_status_conflict_is_reread_and_retried() {
     let rereads = server
         .requests()
         .iter()
-        .filter(|r| r.method == "GET" && r.path.ends_with("/httproutes/web/status"))
+        .filter(|r| r.method == "GET" && r.path.ends_with("/httproutes/web"))
         .count();
     assert_eq!(rereads, 2, "each conflict re-reads the object");
 }
