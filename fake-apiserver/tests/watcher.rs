@@ -243,6 +243,10 @@ async fn ended_and_reset_watches_resume_from_the_last_revision_without_a_relist(
 
     let seen = server.revision();
     server.faults().end_watches();
+    eventually("the watch is reopened", || async {
+        watches(&server, "/configmaps").len() == 2
+    })
+    .await;
     server.create(config_map("b", "demo", json!({}))).unwrap();
     eventually("b arrives", || async { names(&store).contains("b") }).await;
     let resumed = watches(&server, "/configmaps");
@@ -272,6 +276,8 @@ async fn the_watcher_recovers_when_the_server_comes_back_on_the_same_port() {
     let addr = serving.addr;
     let store = reflect(&client, watcher::Config::default()).await;
     serving.stop();
+    // Stopping is asynchronous: let the listener task cut the connections first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     server
         .create(config_map("while-down", "demo", json!({})))
         .unwrap();
