@@ -178,7 +178,7 @@ fn expected(rules: &[(&str, &[&str], &[&str])]) -> BTreeSet<(String, String, Str
 #[test]
 fn rbac_grants_exactly_the_verbs_the_kubernetes_source_uses() {
     let documents = install(&["--no-secrets"]);
-    let read = &["get", "list", "watch"][..];
+    let read = &["list", "watch"][..];
     let cluster = expected(&[
         (
             "gateway.networking.k8s.io",
@@ -188,10 +188,10 @@ fn rbac_grants_exactly_the_verbs_the_kubernetes_source_uses() {
                 "httproutes",
                 "grpcroutes",
                 "tlsroutes",
-                "referencegrants",
             ],
-            read,
+            &["get", "list", "watch"],
         ),
+        ("gateway.networking.k8s.io", &["referencegrants"], read),
         (
             "gateway.networking.k8s.io",
             &[
@@ -201,13 +201,9 @@ fn rbac_grants_exactly_the_verbs_the_kubernetes_source_uses() {
                 "grpcroutes/status",
                 "tlsroutes/status",
             ],
-            &["update", "patch"],
+            &["patch"],
         ),
-        (
-            "",
-            &["namespaces", "services", "secrets", "configmaps"],
-            read,
-        ),
+        ("", &["namespaces", "services", "secrets"], read),
         ("discovery.k8s.io", &["endpointslices"], read),
         (
             "culvert.dev",
