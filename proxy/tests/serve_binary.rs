@@ -47,6 +47,17 @@ async fn wait_until_listening(addr: SocketAddr) {
 
 #[tokio::test]
 async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
+    drain_lets_requests_in_flight_finish(false).await;
+}
+
+/// A `preStop` hook posts `/drain`, then the kubelet sends SIGTERM: that signal
+/// must not cut the drain short.
+#[tokio::test]
+async fn sigterm_after_post_drain_keeps_draining() {
+    drain_lets_requests_in_flight_finish(true).await;
+}
+
+async fn drain_lets_requests_in_flight_finish(post_drain_first: bool) {
     tokio::time::timeout(LIMIT, async {
         let echo = EchoBackend::start(EchoConfig::new("slow")).await.unwrap();
         let port = free_port();
@@ -59,8 +70,10 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
                 {"backends": [{"name": "slow", "endpoints": [echo.addr().to_string()]}]}]}]
         });
         std::fs::write(&config, document.to_string()).unwrap();
+        let control = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
-            .args(["serve", "--control", "127.0.0.1:0", "--workers", "2", "--no-access-log"])
+            .args(["serve", "--workers", "2", "--no-access-log", "--control"])
+            .arg(control.to_string())
             .args(["--drain-grace", "10s", "--config"])
             .arg(&config)
             .stderr(Stdio::piped())
@@ -84,6 +97,13 @@ async fn sigterm_lets_requests_in_flight_finish_then_exits_zero() {
         while echo.count() < 3 {
             assert!(start.elapsed() < Duration::from_secs(10), "requests never arrived");
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if post_drain_first {
+            let drain = http::Request::post("/drain")
+                .header("host", "control")
+                .body(http_body_util::Full::new(bytes::Bytes::new()))
+                .unwrap();
+            assert_eq!(support::send(control, drain).await.status, StatusCode::ACCEPTED);
         }
         let killed = Command::new("kill")
             .args(["-TERM", &child.id().to_string()])

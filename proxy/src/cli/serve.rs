@@ -17,7 +17,8 @@
 //!
 //! On the first SIGINT/SIGTERM (or `POST /drain`) it drains: readiness goes false,
 //! listeners close, in-flight requests finish within `--drain-grace` (default 30 s),
-//! then it exits 0. A second signal exits at once.
+//! then it exits 0. A second signal exits at once (after `POST /drain`, the first
+//! signal is expected and only a second one exits).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::num::NonZeroUsize;
@@ -294,20 +295,39 @@ fn read_data_plane_config(path: &Path) -> anyhow::Result<Option<DataPlaneConfig>
 }
 
 /// Waits for a signal or `POST /drain`, drains within `grace`, and returns whether
-/// every worker drained in time (a second signal gives up at once).
+/// every worker drained in time. A signal during the drain gives up at once, unless
+/// the drain began with `POST /drain`: then the first signal is the one Kubernetes
+/// sends after a `preStop` hook that asked for the drain, and only a second one
+/// gives up.
 async fn drain_on_signal(server: &Server, mut signals: Signals, grace: Duration) -> bool {
-    tokio::select! {
-        () = signals.next() => eprintln!("culvert: signal received; draining (grace {grace:?})"),
-        () = server.drain_requested() => eprintln!("culvert: drain requested; draining (grace {grace:?})"),
-    }
-    server.start_drain();
-    tokio::select! {
-        () = server.wait_drained() => {
-            eprintln!("culvert: drained");
-            true
+    let mut signals_to_give_up = tokio::select! {
+        () = signals.next() => {
+            eprintln!("culvert: signal received; draining (grace {grace:?})");
+            1
         }
-        () = tokio::time::sleep(grace) => false,
-        () = signals.next() => false,
+        () = server.drain_requested() => {
+            eprintln!("culvert: drain requested; draining (grace {grace:?})");
+            2
+        }
+    };
+    server.start_drain();
+    let deadline = tokio::time::sleep(grace);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            () = server.wait_drained() => {
+                eprintln!("culvert: drained");
+                return true;
+            }
+            () = &mut deadline => return false,
+            () = signals.next() => {
+                signals_to_give_up -= 1;
+                if signals_to_give_up == 0 {
+                    return false;
+                }
+                eprintln!("culvert: signal received; still draining");
+            }
+        }
     }
 }
 
