@@ -195,6 +195,13 @@ impl FakeApiServer {
         )
     }
 
+    /// Sets the time new objects are created at (`metadata.creationTimestamp`, RFC
+    /// 3339), as a test replaying objects created in a known order needs;
+    /// `None` returns to the wall clock.
+    pub fn set_clock(&self, now: Option<&str>) {
+        self.inner.store().clock = now.map(str::to_owned);
+    }
+
     /// Creates `object` as a `POST` would (same rules, same watch events).
     pub fn create(&self, object: Value) -> Result<Value, Status> {
         let mut target = self.target_of(&object)?;

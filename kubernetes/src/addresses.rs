@@ -82,3 +82,27 @@ impl AddressAssigner for Published {
         false
     }
 }
+
+/// An address assigner shared with the thread that translates.
+#[derive(Clone)]
+pub struct SharedAssigner(pub std::sync::Arc<dyn AddressAssigner + Send + Sync>);
+
+impl std::fmt::Debug for SharedAssigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedAssigner")
+    }
+}
+
+impl AddressAssigner for SharedAssigner {
+    fn assign(
+        &self,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        self.0.assign(gateway, requested)
+    }
+
+    fn binds(&self) -> bool {
+        self.0.binds()
+    }
+}

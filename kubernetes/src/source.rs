@@ -15,13 +15,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use culvert_control_lite::model::ObjectKey;
-use culvert_control_lite::translate::{FixedAddresses, Options, Translation, translate};
+use culvert_control_lite::translate::{
+    AddressAssigner, FixedAddresses, Options, Translation, translate,
+};
 use culvert_router::DataPlaneConfig;
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use crate::addresses::{PodAddresses, Published};
+use crate::addresses::{PodAddresses, Published, SharedAssigner};
 use crate::events::Events;
 use crate::kinds::WATCHED;
 use crate::leader::{self, LeaseConfig};
@@ -41,6 +43,9 @@ pub struct SourceConfig {
     /// Publish the host IPs of the pods matching this label selector in this
     /// namespace as Gateway addresses: `(namespace, selector)`.
     pub publish_pods: Option<(String, String)>,
+    /// Assign Gateway addresses with this instead (and bind them): a harness that
+    /// owns the addresses, such as the conformance run.
+    pub assigner: Option<SharedAssigner>,
     /// The Lease deciding which process writes status; `None` writes always (one
     /// process only).
     pub lease: Option<LeaseConfig>,
@@ -58,6 +63,7 @@ impl SourceConfig {
             controller_name: controller_name.to_owned(),
             addresses: Vec::new(),
             publish_pods: None,
+            assigner: None,
             lease: None,
             debounce: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
@@ -321,10 +327,14 @@ impl Sync {
         if addresses.is_empty() {
             addresses.clone_from(&self.config.addresses);
         }
+        let assigner: Box<dyn AddressAssigner> = match &self.config.assigner {
+            Some(shared) => Box::new(shared.clone()),
+            None => Box::new(Published(FixedAddresses(addresses))),
+        };
         let options = Options {
             controller_name: self.config.controller_name.clone(),
             privileged_namespace_prefixes: Vec::new(),
-            addresses: Box::new(Published(FixedAddresses(addresses))),
+            addresses: assigner,
         };
         let translation = translate(self.mirror.store(), &options);
         self.stats.translations.fetch_add(1, Ordering::Relaxed);

@@ -126,6 +126,39 @@ pub trait ExchangeJudge {
     fn judge(&mut self, exchange: &Exchange) -> Verdict;
 }
 
+/// Where each state's objects settle into what the checks judge: translated as
+/// they are ([`Direct`]), or pushed through a cluster and read back (the Kubernetes
+/// source's conformance run: objects into an API server, status as written).
+pub trait Cluster {
+    /// Takes a whole state (every object, in apply order) and the translation
+    /// settings; returns the objects as the cluster holds them and the translation
+    /// whose configs and status are judged.
+    fn settle(
+        &mut self,
+        objects: Vec<Value>,
+        options: Options,
+    ) -> Result<(Store, Translation), String>;
+}
+
+/// Translation of the objects as given.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Direct;
+
+impl Cluster for Direct {
+    fn settle(
+        &mut self,
+        objects: Vec<Value>,
+        options: Options,
+    ) -> Result<(Store, Translation), String> {
+        let resources = objects
+            .into_iter()
+            .filter_map(|v| Resource::from_value(v).ok());
+        let store = Store::from_resources(resources);
+        let translation = translate(&store, &options);
+        Ok((store, translation))
+    }
+}
+
 /// The static replay: routing decisions and pure outcomes, no sockets.
 #[derive(Default)]
 pub struct StaticJudge {
@@ -159,6 +192,16 @@ pub fn run_file(file: &VectorFile) -> FileReport {
 
 /// Runs one parsed file, judging its exchanges with `exchanges`.
 pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> FileReport {
+    run_file_in(file, exchanges, &mut Direct)
+}
+
+/// Runs one parsed file whose states settle in `cluster`, judging its exchanges
+/// with `exchanges`.
+pub fn run_file_in(
+    file: &VectorFile,
+    exchanges: &mut dyn ExchangeJudge,
+    cluster: &mut dyn Cluster,
+) -> FileReport {
     let mut report = FileReport {
         name: file.name.clone(),
         tally: Tally::default(),
@@ -209,6 +252,7 @@ pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> Fi
     judge_state(
         &mut report,
         exchanges,
+        cluster,
         &objects,
         &file.conditions,
         &file.status_checks,
@@ -241,6 +285,7 @@ pub fn run_file_with(file: &VectorFile, exchanges: &mut dyn ExchangeJudge) -> Fi
         judge_state(
             &mut report,
             exchanges,
+            cluster,
             &objects,
             &step.conditions,
             &step.status_checks,
@@ -266,9 +311,14 @@ fn backed_by_pods(file: &VectorFile) -> BTreeMap<String, String> {
         .collect()
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one state's inputs, passed as they are"
+)]
 fn judge_state(
     report: &mut FileReport,
     exchanges: &mut dyn ExchangeJudge,
+    cluster: &mut dyn Cluster,
     objects: &BTreeMap<ObjectKey, Value>,
     conditions: &[ConditionCheck],
     status_checks: &[StatusCheck],
@@ -281,13 +331,21 @@ fn judge_state(
         .collect();
     let addresses = LoopbackAddresses::new(&resources);
     let owners = EndpointOwners::from_resources(&resources);
-    let store = Store::from_resources(resources);
     let options = Options {
         controller_name: CONTROLLER_NAME.to_owned(),
         privileged_namespace_prefixes: Vec::new(),
         addresses: Box::new(addresses),
     };
-    let translation: Translation = translate(&store, &options);
+    let (store, translation) = match cluster.settle(objects.values().cloned().collect(), options) {
+        Ok(settled) => settled,
+        Err(why) => {
+            report
+                .details
+                .push(format!("  FAIL {label}state did not settle: {why}"));
+            report.tally.failed += conditions.len() + status_checks.len() + requests.len();
+            return;
+        }
+    };
     for problem in exchanges.converge(&translation, &owners) {
         report.details.push(format!("  {label}{problem}"));
     }
@@ -348,6 +406,16 @@ pub fn run_dir_with(
     dir: &Path,
     new_judge: &mut dyn FnMut() -> Box<dyn ExchangeJudge>,
 ) -> Result<(String, Tally), String> {
+    run_dir_in(dir, new_judge, &mut Direct)
+}
+
+/// Runs every vector file in `dir`, its states settled in `cluster`, each file
+/// with a fresh judge from `new_judge`, and renders the report.
+pub fn run_dir_in(
+    dir: &Path,
+    new_judge: &mut dyn FnMut() -> Box<dyn ExchangeJudge>,
+    cluster: &mut dyn Cluster,
+) -> Result<(String, Tally), String> {
     let paths = vector_paths(dir).map_err(|e| e.to_string())?;
     let mut out = String::new();
     let mut total = Tally::default();
@@ -365,7 +433,7 @@ pub fn run_dir_with(
                 continue;
             }
         };
-        let report = run_file_with(&file, new_judge().as_mut());
+        let report = run_file_in(&file, new_judge().as_mut(), cluster);
         if let Some(why) = &report.skipped {
             *skipped_features.entry(why.clone()).or_default() += 1;
         }

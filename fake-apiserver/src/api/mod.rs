@@ -241,7 +241,7 @@ fn create_locked(store: &mut Store, target: &Target, mut object: Value) -> Resul
     meta["name"] = json!(name);
     meta["uid"] = json!(uid);
     meta["generation"] = json!(1);
-    meta["creationTimestamp"] = json!(now());
+    meta["creationTimestamp"] = json!(store.clock.clone().unwrap_or_else(now));
     if let Some(map) = meta.as_object_mut() {
         map.remove("deletionTimestamp");
         map.remove("generateName");

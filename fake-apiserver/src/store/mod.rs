@@ -51,6 +51,9 @@ pub(crate) struct Store {
     /// Every write above the floor, oldest first.
     pub(crate) log: VecDeque<Event>,
     uid: u64,
+    /// A fixed time for `creationTimestamp`, set by tests that replay objects
+    /// created in a known order; the wall clock when `None`.
+    pub(crate) clock: Option<String>,
 }
 
 impl Store {
