@@ -4,9 +4,8 @@
 //! `--changes` edits (default 1,000) gives one route a new hostname; the clock runs
 //! from the write to the first `200` for that hostname through the plane (polled
 //! every millisecond, each probe a new connection). Prints the median, p99 and
-//! largest latency, and the live heap the source holds after its first sync (its
-//! mirror of the cluster, the last translation and the published config), per
-//! 1,000 routes.
+//! largest latency, and the live heap of the source's mirror of that cluster
+//! (objects and stored statuses) and of its translation, per 1,000 routes.
 //!
 //! `cargo bench -p culvert-proxy --bench kubernetes_sync -- --routes 10000`
 #![allow(
@@ -26,7 +25,12 @@ use std::time::{Duration, Instant};
 
 use culvert_bench::{EchoBackend, EchoConfig};
 use culvert_fake_apiserver::FakeApiServer;
+use culvert_control_lite::translate::{FixedAddresses, Options, translate};
+use culvert_kubernetes::kinds::WATCHED;
+use culvert_kubernetes::mirror::Mirror;
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
+use kube::api::DynamicObject;
+use kube::runtime::watcher::Event;
 use culvert_proxy::{ServeConfig, Server};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -64,6 +68,35 @@ async fn until_served(addr: SocketAddr, host: &str) {
     while probe(addr, host).await != Some(200) {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// Live heap bytes of a mirror holding every object `server` holds, and of the
+/// translation of it.
+fn footprint(server: &FakeApiServer) -> (isize, isize) {
+    let objects: Vec<_> = WATCHED
+        .iter()
+        .map(|kind| (kind, server.list(&kind.api_version(), kind.kind)))
+        .collect();
+    let before = counting::LIVE.load(Ordering::Relaxed);
+    let mut mirror = Mirror::new();
+    for (kind, items) in objects {
+        mirror.handle(kind, Event::Init);
+        for item in items {
+            let object: DynamicObject = serde_json::from_value(item).unwrap();
+            mirror.handle(kind, Event::InitApply(object));
+        }
+        mirror.handle(kind, Event::InitDone);
+    }
+    let mirror_bytes = counting::LIVE.load(Ordering::Relaxed) - before;
+    let options = Options {
+        controller_name: CONTROLLER.to_owned(),
+        privileged_namespace_prefixes: Vec::new(),
+        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
+    };
+    let translation = translate(mirror.store(), &options);
+    let translation_bytes = counting::LIVE.load(Ordering::Relaxed) - before - mirror_bytes;
+    drop(translation);
+    (mirror_bytes, translation_bytes)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -125,7 +158,6 @@ async fn run(routes: usize, changes: usize) {
     let mut config = SourceConfig::new(CONTROLLER);
     config.kubeconfig = Some(kubeconfig.clone());
 
-    let before = counting::LIVE.load(Ordering::Relaxed);
     let source = KubernetesSource::start(config).unwrap();
     let mut configs = source.configs();
     let started = Instant::now();
@@ -133,9 +165,11 @@ async fn run(routes: usize, changes: usize) {
         configs.changed().await.unwrap();
     }
     let first_sync = started.elapsed();
-    // Let status writes and their echoes settle before reading the heap.
+    // Let status writes and their echoes settle, then measure what the source
+    // holds for this cluster (statuses included): a mirror filled with the same
+    // objects, and the translation of it the source keeps.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let held = counting::LIVE.load(Ordering::Relaxed) - before;
+    let (mirror_bytes, translation_bytes) = footprint(&server);
 
     let plane = Server::start(
         ServeConfig::new("127.0.0.1:0".parse().unwrap())
@@ -170,10 +204,12 @@ async fn run(routes: usize, changes: usize) {
         stats.translations.load(Ordering::Relaxed),
         stats.published.load(Ordering::Relaxed),
     );
+    let per_thousand = |bytes: isize| bytes * 1000 / routes.max(1) as isize;
     println!(
-        "source heap after the first sync: {} bytes, {} bytes per 1,000 routes",
-        held,
-        held * 1000 / routes.max(1) as isize
+        "mirror (the store and stored statuses): {mirror_bytes} bytes, {} per 1,000 routes; \
+         its translation: {translation_bytes} bytes, {} per 1,000 routes",
+        per_thousand(mirror_bytes),
+        per_thousand(translation_bytes),
     );
     plane.shutdown();
     drop(source);
