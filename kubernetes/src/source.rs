@@ -295,7 +295,12 @@ impl Sync {
             }
             if status_due && *leader.borrow() {
                 status_due = false;
-                let failed = self.write_status().await;
+                // A stop interrupts writes in flight: an API server that does not
+                // answer must not hold up the process's exit.
+                let failed = tokio::select! {
+                    failed = self.write_status() => failed,
+                    _ = stop.changed() => return,
+                };
                 retry = if failed {
                     let wait = retry.map_or(RETRY_FIRST, |(_, wait)| (wait * 2).min(RETRY_MAX));
                     Some((Instant::now() + wait, wait))

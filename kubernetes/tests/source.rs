@@ -453,3 +453,28 @@ async fn a_flood_of_updates_costs_a_few_translations_and_ends_on_the_last() {
         "{translations} translations for {EDITS} edits: bursts are coalesced"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_does_not_wait_for_an_api_server_that_never_answers() {
+    use culvert_fake_apiserver::{Matcher, Verb};
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    server
+        .faults()
+        .hang(Matcher::any().verb(Verb::Patch).subresource("status"));
+    let serving = server.serve().await.unwrap();
+    let source = KubernetesSource::start(config_for(&serving, "hang")).unwrap();
+    eventually("served", || async {
+        hostnames(&source) == ["www.example.com"]
+    })
+    .await;
+    // Status writes are now stuck in the server; the source must still stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = tokio::task::spawn_blocking(move || drop(source));
+    tokio::time::timeout(Duration::from_secs(5), stopping)
+        .await
+        .expect("stopping waited for the hung status write")
+        .unwrap();
+}
