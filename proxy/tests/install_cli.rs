@@ -890,20 +890,22 @@ fn drain_over_https_with_the_installed_certificate_waits_for_the_drain() {
     // The certificate is for the control name, not the address.
     let unverified = drain(&["--control", &url, "--ca-file", ca], &token);
     assert!(!unverified.status.success());
-    // Encrypted but unverified: the API answers (401 for a wrong token, so nothing
-    // drains yet).
-    let skipping = drain(
+    // Verified, but a wrong token: the API answers 401 and nothing drains yet.
+    let refused = drain(
         &[
             "--control",
             &url,
-            "--insecure-skip-verify",
+            "--ca-file",
+            ca,
+            "--server-name",
+            "culvert-control.test.svc",
             "--timeout",
             "5s",
         ],
         "wrong",
     );
-    assert!(!skipping.status.success());
-    let stdout = String::from_utf8_lossy(&skipping.stdout);
+    assert!(!refused.status.success());
+    let stdout = String::from_utf8_lossy(&refused.stdout);
     assert!(stdout.contains("401"), "{stdout}");
     // Verified against the certificate and its name, and waiting for the drain.
     let waited = drain(

@@ -22,10 +22,8 @@ use culvert_router::parse_duration;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
@@ -43,7 +41,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) struct DrainArgs {
     /// The config API: `host:port`, `http://host:port` or `https://host:port`
     /// (default: env CULVERT_CONTROL, else 127.0.0.1:8081). A bare `host:port` is
-    /// HTTPS when --ca-file or --insecure-skip-verify is given.
+    /// HTTPS when --ca-file is given.
     #[arg(long)]
     control: Option<String>,
     /// File holding the bearer token (trimmed; default: env CULVERT_TOKEN).
@@ -51,14 +49,11 @@ pub(crate) struct DrainArgs {
     token_file: Option<PathBuf>,
     /// Trust only the certificates in this PEM file (the plane's own self-signed
     /// certificate will do).
-    #[arg(long, conflicts_with = "insecure_skip_verify")]
+    #[arg(long)]
     ca_file: Option<PathBuf>,
     /// Name the certificate must be valid for (default: the host of --control).
     #[arg(long)]
     server_name: Option<String>,
-    /// Accept any certificate (the connection is still encrypted).
-    #[arg(long)]
-    insecure_skip_verify: bool,
     /// Wait until the plane has drained: nothing in flight and no connection open,
     /// or the plane has exited.
     #[arg(long)]
@@ -252,14 +247,11 @@ fn target(args: &DrainArgs) -> anyhow::Result<Target> {
         .or_else(|| std::env::var("CULVERT_CONTROL").ok())
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| DEFAULT_CONTROL.to_owned());
-    let verifying = args.ca_file.is_some() || args.insecure_skip_verify;
+    let verifying = args.ca_file.is_some();
     let (https, authority) = if let Some(rest) = control.strip_prefix("https://") {
         (true, rest)
     } else if let Some(rest) = control.strip_prefix("http://") {
-        anyhow::ensure!(
-            !verifying,
-            "--ca-file and --insecure-skip-verify need HTTPS, not {control}"
-        );
+        anyhow::ensure!(!verifying, "--ca-file needs HTTPS, not {control}");
         (false, rest)
     } else {
         (verifying, control.as_str())
@@ -311,12 +303,7 @@ fn client_config(args: &DrainArgs) -> anyhow::Result<Arc<rustls::ClientConfig>> 
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .context("TLS versions")?;
-    let config = if args.insecure_skip_verify {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-            .with_no_client_auth()
-    } else {
+    let config = {
         let mut roots = rustls::RootCertStore::empty();
         if let Some(path) = &args.ca_file {
             let certificates = CertificateDer::pem_file_iter(path)
@@ -333,54 +320,4 @@ fn client_config(args: &DrainArgs) -> anyhow::Result<Arc<rustls::ClientConfig>> 
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     Ok(Arc::new(config))
-}
-
-/// `--insecure-skip-verify`: any certificate is accepted; handshake signatures
-/// are still checked, so the connection is encrypted to whoever holds the key.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
