@@ -317,19 +317,40 @@ async fn a_malformed_object_is_reported_and_the_rest_keeps_serving() {
     let mut bad = route("bad", "bad.example.com");
     bad["spec"]["parentRefs"] = json!("not a list");
     server.create(bad).unwrap();
+    // A well-formed route the Gateway refuses: a Warning event says why.
+    let mut refused = route("refused", "refused.example.com");
+    refused["spec"]["parentRefs"][0]["sectionName"] = json!("no-such-listener");
+    server.create(refused).unwrap();
     let serving = server.serve().await.unwrap();
     let source = KubernetesSource::start(config_for(&serving, "malformed")).unwrap();
     eventually("the good route is served", || async {
         hostnames(&source) == ["www.example.com"]
     })
     .await;
-    eventually("an event names the bad route", || async {
+    let event_for = |name: &str| {
         server
-            .requests()
-            .iter()
-            .any(|r| r.method == "POST" && r.path.contains("/events") && r.status == 201)
+            .list("events.k8s.io/v1", "Event")
+            .into_iter()
+            .find(|e| e["regarding"]["name"] == name)
+    };
+    eventually("events name the bad and the refused route", || async {
+        event_for("bad").is_some() && event_for("refused").is_some()
     })
     .await;
+    let bad = event_for("bad").unwrap();
+    assert_eq!(
+        (bad["type"].as_str(), bad["reason"].as_str()),
+        (Some("Warning"), Some("InvalidObject"))
+    );
+    assert_eq!(bad["regarding"]["kind"], "HTTPRoute");
+    let refused = event_for("refused").unwrap();
+    assert_eq!(refused["type"], "Warning");
+    let status = route_status(&server, "refused");
+    assert_eq!(
+        refused["reason"], status["parents"][0]["conditions"][0]["reason"],
+        "the event carries the refusal's reason"
+    );
+    assert_eq!(event_for("web"), None, "no event for an accepted route");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
