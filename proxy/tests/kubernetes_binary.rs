@@ -184,3 +184,67 @@ async fn objects_become_routes_and_status_and_a_killed_leader_is_replaced() {
     .await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An API server that cannot be reached is reported on stderr (one JSON object
+/// per line when stderr is not a terminal), not just an unready plane.
+#[tokio::test]
+async fn an_unreachable_api_server_is_reported_on_stderr() {
+    use std::io::{BufRead, BufReader};
+    let server = FakeApiServer::new();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("kubernetes-unreachable");
+    let kubeconfig = dir.join("kubeconfig");
+    // The kubeconfig names a port where nothing listens.
+    let nowhere = format!("127.0.0.1:{}", free_port());
+    let text = serving
+        .kubeconfig()
+        .replace(&serving.addr().to_string(), &nowhere);
+    std::fs::write(&kubeconfig, text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args([
+            "serve",
+            "--kubernetes",
+            "--control",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+        ])
+        .args([
+            "--no-pin",
+            "--no-access-log",
+            "--lease-namespace",
+            "default",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _plane = Plane(child);
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let warning = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = received.recv_timeout(left).expect("no warning on stderr");
+        if let Ok(event) = serde_json::from_str::<Value>(&line) {
+            if event["level"] == "WARN" {
+                break event;
+            }
+        }
+    };
+    assert!(
+        warning["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("failed")),
+        "{warning}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

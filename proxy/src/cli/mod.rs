@@ -3,6 +3,7 @@
 mod conformance;
 mod drain;
 mod install;
+mod logging;
 mod route;
 mod serve;
 mod validate;
@@ -13,6 +14,11 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "culvert", version, about)]
 pub(crate) struct Command {
+    /// Diagnostics on stderr: a `tracing` filter such as `info` or
+    /// `warn,culvert_kubernetes=debug` (default: env RUST_LOG, else warnings, and
+    /// lifecycle messages of Culvert's own parts).
+    #[arg(long, global = true)]
+    log_level: Option<String>,
     #[command(subcommand)]
     action: Action,
 }
@@ -36,6 +42,7 @@ enum Action {
 impl Command {
     /// Runs the chosen command; returns what it prints and whether it succeeded.
     pub(crate) fn run(self) -> anyhow::Result<(String, bool)> {
+        logging::install(self.log_level.as_deref())?;
         match self.action {
             Action::Route(args) => route::run(&args).map(|out| (out, true)),
             Action::Conformance(args) => conformance::run(&args),
