@@ -24,14 +24,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use culvert_bench::{EchoBackend, EchoConfig};
-use culvert_fake_apiserver::FakeApiServer;
 use culvert_control_lite::translate::{FixedAddresses, Options, translate};
+use culvert_fake_apiserver::FakeApiServer;
 use culvert_kubernetes::kinds::WATCHED;
 use culvert_kubernetes::mirror::Mirror;
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
+use culvert_proxy::{ServeConfig, Server};
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
-use culvert_proxy::{ServeConfig, Server};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -73,11 +73,11 @@ async fn until_served(addr: SocketAddr, host: &str) {
 /// Live heap bytes of a mirror holding every object `server` holds, and of the
 /// translation of it.
 fn footprint(server: &FakeApiServer) -> (isize, isize) {
+    let live = || counting::LIVE.load(Ordering::Relaxed);
     let objects: Vec<_> = WATCHED
         .iter()
         .map(|kind| (kind, server.list(&kind.api_version(), kind.kind)))
         .collect();
-    let before = counting::LIVE.load(Ordering::Relaxed);
     let mut mirror = Mirror::new();
     for (kind, items) in objects {
         mirror.handle(kind, Event::Init);
@@ -87,16 +87,18 @@ fn footprint(server: &FakeApiServer) -> (isize, isize) {
         }
         mirror.handle(kind, Event::InitDone);
     }
-    let mirror_bytes = counting::LIVE.load(Ordering::Relaxed) - before;
     let options = Options {
         controller_name: CONTROLLER.to_owned(),
         privileged_namespace_prefixes: Vec::new(),
         addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
     };
     let translation = translate(mirror.store(), &options);
-    let translation_bytes = counting::LIVE.load(Ordering::Relaxed) - before - mirror_bytes;
+    // What each holds is what its drop gives back.
+    let with_both = live();
     drop(translation);
-    (mirror_bytes, translation_bytes)
+    let with_mirror = live();
+    drop(mirror);
+    (with_mirror - live(), with_both - with_mirror)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -165,11 +167,6 @@ async fn run(routes: usize, changes: usize) {
         configs.changed().await.unwrap();
     }
     let first_sync = started.elapsed();
-    // Let status writes and their echoes settle, then measure what the source
-    // holds for this cluster (statuses included): a mirror filled with the same
-    // objects, and the translation of it the source keeps.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let (mirror_bytes, translation_bytes) = footprint(&server);
 
     let plane = Server::start(
         ServeConfig::new("127.0.0.1:0".parse().unwrap())
@@ -204,6 +201,15 @@ async fn run(routes: usize, changes: usize) {
         stats.translations.load(Ordering::Relaxed),
         stats.published.load(Ordering::Relaxed),
     );
+
+    plane.shutdown();
+    drop(source);
+    drop(serving);
+    // Measured with everything else idle (the counter is process-wide): a mirror
+    // holding every object the server holds (statuses included), and its
+    // translation, as the source keeps them.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mirror_bytes, translation_bytes) = footprint(&server);
     let per_thousand = |bytes: isize| bytes * 1000 / routes.max(1) as isize;
     println!(
         "mirror (the store and stored statuses): {mirror_bytes} bytes, {} per 1,000 routes; \
@@ -211,7 +217,5 @@ async fn run(routes: usize, changes: usize) {
         per_thousand(mirror_bytes),
         per_thousand(translation_bytes),
     );
-    plane.shutdown();
-    drop(source);
     let _ = std::fs::remove_file(kubeconfig);
 }
