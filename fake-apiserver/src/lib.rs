@@ -42,6 +42,7 @@
 mod api;
 mod error;
 mod faults;
+pub mod fixtures;
 mod http;
 mod list;
 mod patch;

@@ -20,7 +20,7 @@ use culvert_control_lite::model::{
 };
 use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{DataPlaneId, Options, Translation};
-use culvert_fake_apiserver::{FakeApiServer, Serving};
+use culvert_fake_apiserver::{FakeApiServer, Serving, fixtures};
 use culvert_kubernetes::addresses::SharedAssigner;
 use culvert_kubernetes::kinds::WATCHED;
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
@@ -59,13 +59,7 @@ impl KubernetesCluster {
             .build()
             .unwrap();
         let server = FakeApiServer::new();
-        let crds = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/crds");
-        server
-            .register_crd_dir(&Path::new(crds).join("gateway-api/v1.6.1"))
-            .unwrap();
-        server
-            .register_crd_dir(&Path::new(crds).join("culvert"))
-            .unwrap();
+        fixtures::register_repository_crds(&server).unwrap();
         let serving = runtime.block_on(server.serve()).unwrap();
         let kubeconfig = std::env::temp_dir().join(format!(
             "culvert-conformance-kubeconfig-{}",

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use culvert_fake_apiserver::{FakeApiServer, Fault, Serving};
+use culvert_fake_apiserver::{FakeApiServer, Fault, Serving, fixtures};
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
 use culvert_router::DataPlaneConfig;
 use serde_json::{Value, json};
@@ -17,37 +17,20 @@ const GW: &str = "gateway.networking.k8s.io/v1";
 /// A fake server with the Gateway API CRDs the repository ships.
 fn fake() -> FakeApiServer {
     let server = FakeApiServer::new();
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/crds/gateway-api/v1.6.1"
-    );
-    server.register_crd_dir(std::path::Path::new(dir)).unwrap();
+    fixtures::register_repository_crds(&server).unwrap();
     server
 }
 
 fn objects() -> Vec<Value> {
-    vec![
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
-        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
-               "spec": {"controllerName": CONTROLLER}}),
-        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
-               "spec": {"gatewayClassName": "culvert",
-                        "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}}),
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-               "spec": {"ports": [{"port": 80}]}}),
-        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "web-1", "namespace": "default",
-                            "labels": {"kubernetes.io/service-name": "web"}},
-               "addressType": "IPv4", "ports": [{"port": 9001}],
-               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
-        route("web", "www.example.com"),
-    ]
+    let mut objects = fixtures::minimal_cluster(CONTROLLER, 8080, 9001);
+    objects.push(route("web", "www.example.com"));
+    objects
 }
 
 fn route(name: &str, host: &str) -> Value {
-    json!({"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": name, "namespace": "default"},
-           "spec": {"parentRefs": [{"name": "edge", "sectionName": "http"}], "hostnames": [host],
-                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}})
+    let mut route = fixtures::http_route(name, host);
+    route["spec"]["parentRefs"][0]["sectionName"] = json!("http");
+    route
 }
 
 fn config_for(serving: &Serving, name: &str) -> SourceConfig {

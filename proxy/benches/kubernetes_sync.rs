@@ -25,17 +25,16 @@ use std::time::{Duration, Instant};
 
 use culvert_bench::{EchoBackend, EchoConfig};
 use culvert_control_lite::translate::{FixedAddresses, Options, translate};
-use culvert_fake_apiserver::FakeApiServer;
+use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use culvert_kubernetes::kinds::WATCHED;
 use culvert_kubernetes::mirror::Mirror;
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
 use culvert_proxy::{ServeConfig, Server};
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const GW: &str = "gateway.networking.k8s.io/v1";
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 
 fn arg(name: &str, default: usize) -> usize {
@@ -48,10 +47,7 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 fn route(index: usize, host: &str) -> Value {
-    json!({"apiVersion": GW, "kind": "HTTPRoute",
-           "metadata": {"name": format!("route-{index}"), "namespace": "default"},
-           "spec": {"parentRefs": [{"name": "edge"}], "hostnames": [host],
-                    "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}})
+    fixtures::http_route(&format!("route-{index}"), host)
 }
 
 /// The status line's code of `GET /` for `host`, on a new connection.
@@ -125,27 +121,8 @@ async fn run(routes: usize, changes: usize) {
         listener.local_addr().unwrap().port()
     };
     let server = FakeApiServer::new();
-    let crds = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/crds/gateway-api/v1.6.1"
-    );
-    server.register_crd_dir(std::path::Path::new(crds)).unwrap();
-    let objects = [
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
-        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
-               "spec": {"controllerName": CONTROLLER}}),
-        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
-               "spec": {"gatewayClassName": "culvert",
-                        "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}}),
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-               "spec": {"ports": [{"port": 80}]}}),
-        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "web-1", "namespace": "default",
-                            "labels": {"kubernetes.io/service-name": "web"}},
-               "addressType": "IPv4", "ports": [{"port": echo.addr().port()}],
-               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
-    ];
-    for object in objects {
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
         server.create(object).unwrap();
     }
     for i in 0..routes {

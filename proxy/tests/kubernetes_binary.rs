@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use culvert_bench::{EchoBackend, EchoConfig};
-use culvert_fake_apiserver::FakeApiServer;
+use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use http::StatusCode;
 use serde_json::{Value, json};
 use support::{free_port, get, temp_dir};
@@ -35,7 +35,11 @@ impl Drop for Plane {
 }
 
 fn start_plane(kubeconfig: &Path, identity: &str) -> Plane {
-    let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+    Plane(spawn_plane(kubeconfig, identity, Stdio::null()))
+}
+
+fn spawn_plane(kubeconfig: &Path, identity: &str, stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_culvert"))
         .args([
             "serve",
             "--kubernetes",
@@ -54,44 +58,25 @@ fn start_plane(kubeconfig: &Path, identity: &str) -> Plane {
         ])
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
-        .unwrap();
-    Plane(child)
+        .unwrap()
 }
 
 fn cluster(server: &FakeApiServer, port: u16, backend: u16) {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/crds/gateway-api/v1.6.1"
-    );
-    server.register_crd_dir(Path::new(dir)).unwrap();
-    let objects = [
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
-        json!({"apiVersion": GW, "kind": "GatewayClass", "metadata": {"name": "culvert"},
-               "spec": {"controllerName": CONTROLLER}}),
-        json!({"apiVersion": GW, "kind": "Gateway", "metadata": {"name": "edge", "namespace": "default"},
-               "spec": {"gatewayClassName": "culvert",
-                        "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}}),
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
-               "spec": {"ports": [{"port": 80}]}}),
-        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "web-1", "namespace": "default",
-                            "labels": {"kubernetes.io/service-name": "web"}},
-               "addressType": "IPv4", "ports": [{"port": backend}],
-               "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": true}}]}),
-        route("/"),
-    ];
+    fixtures::register_repository_crds(server).unwrap();
+    let mut objects = fixtures::minimal_cluster(CONTROLLER, port, backend);
+    objects.push(route("/"));
     for object in objects {
         server.create(object).unwrap();
     }
 }
 
 fn route(prefix: &str) -> Value {
-    json!({"apiVersion": GW, "kind": "HTTPRoute", "metadata": {"name": "web", "namespace": "default"},
-           "spec": {"parentRefs": [{"name": "edge"}], "hostnames": ["www.example.com"],
-                    "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
-                               "backendRefs": [{"name": "web", "port": 80}]}]}})
+    let mut route = fixtures::http_route("web", "www.example.com");
+    route["spec"]["rules"][0]["matches"] =
+        json!([{"path": {"type": "PathPrefix", "value": prefix}}]);
+    route
 }
 
 async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
