@@ -185,26 +185,7 @@ async fn an_unreachable_api_server_is_reported_on_stderr() {
         .kubeconfig()
         .replace(&serving.addr().to_string(), &nowhere);
     std::fs::write(&kubeconfig, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args([
-            "serve",
-            "--kubernetes",
-            "--control",
-            "127.0.0.1:0",
-            "--workers",
-            "1",
-        ])
-        .args([
-            "--no-pin",
-            "--no-access-log",
-            "--lease-namespace",
-            "default",
-        ])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_plane(&kubeconfig, "unreachable", Stdio::piped());
     let stderr = child.stderr.take().unwrap();
     let _plane = Plane(child);
     let (lines, received) = std::sync::mpsc::channel();
