@@ -298,3 +298,35 @@ fn requested_addresses_outside_the_pool_are_not_programmed() {
     );
     assert!(t.data_planes.is_empty());
 }
+
+#[test]
+fn a_namespace_selector_on_the_name_label_works_for_manifests_without_labels() {
+    let mut objects = base();
+    objects[2]["spec"]["listeners"][0]["allowedRoutes"] = json!({"namespaces": {
+        "from": "Selector",
+        "selector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}}}});
+    // Namespaces declared without labels, as manifests on disk usually are.
+    objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}));
+    objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}));
+    for namespace in ["team-a", "team-b"] {
+        objects.push(route(
+            namespace,
+            "web",
+            "2026-01-02T00:00:00Z",
+            &[],
+            json!({}),
+        ));
+    }
+    let translation = run(objects);
+    let accepted = |namespace: &str| {
+        translation.routes[&ObjectKey::new("HTTPRoute", namespace, "web")].parents[0]
+            .conditions
+            .iter()
+            .any(|c| c.kind == "Accepted" && c.is_true())
+    };
+    assert!(
+        accepted("team-a"),
+        "the label Kubernetes sets selects team-a"
+    );
+    assert!(!accepted("team-b"));
+}
