@@ -20,7 +20,7 @@
 #   BACKEND_FIFO=off   on: the backend runs SCHED_FIFO (chrt -f 1), so it runs as soon
 #                      as a request reaches it instead of waiting for the load
 #                      generator's time slice on the core they share; see
-#                      bench/README.md (session 16) on what that wait does to h1-close
+#                      bench/README.md ("Current results") on what that wait does to h1-close
 #   TLS_RESUMPTION=on  on: every server's default (all three resume sessions, and wrk
 #                      resumes its session on each new connection); off: nginx and
 #                      HAProxy refuse resumption (Culvert cannot be told to), for

@@ -12,7 +12,7 @@
 //! The process also opts out of transparent huge pages ([`without_huge_pages`]):
 //! mimalloc marks its arena `MADV_HUGEPAGE`, and a fault on such memory zeroes a
 //! whole 2 MiB page at once, stalling the worker that touched it for milliseconds.
-//! Measured (bench/README.md, session 16): with huge pages, 1-second wrk runs of
+//! Measured (bench/README.md, "Current results"): with huge pages, 1-second wrk runs of
 //! HTTP/1.1 with a new connection per request had a p99 above 3 ms (3.9-6.2 ms)
 //! in 10 of 32 runs; without, none above 1.82 ms.
 #![allow(
