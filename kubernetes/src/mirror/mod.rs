@@ -8,7 +8,8 @@
 //! watch was away disappears), `Apply`/`Delete` change one object. Nothing here does
 //! IO; the watch tasks feed it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hash as _, Hasher as _};
 
 use culvert_control_lite::model::{ObjectKey, Resource};
 use culvert_control_lite::store::Store;
@@ -42,6 +43,10 @@ pub struct Mirror {
     listed: BTreeSet<&'static str>,
     /// Objects that do not fit their kind's schema, and why; left out of the store.
     malformed: BTreeMap<ObjectKey, String>,
+    /// A digest of each object without its `status` and `resourceVersion`: an
+    /// update that changes neither anything else (a status write, Culvert's own
+    /// included) leaves the store as it is and costs no translation.
+    contents: HashMap<ObjectKey, u64>,
 }
 
 impl Mirror {
@@ -97,15 +102,13 @@ impl Mirror {
                 self.replace_kind(kind, objects);
                 true
             }
-            Event::Apply(object) => {
-                self.upsert(kind, raw(kind, object));
-                true
-            }
+            Event::Apply(object) => self.upsert(kind, raw(kind, object)),
             Event::Delete(object) => {
                 let key = key_of(kind, &raw(kind, object));
                 self.store.delete(&key);
                 self.observed.remove(&key);
                 self.malformed.remove(&key);
+                self.contents.remove(&key);
                 true
             }
         }
@@ -125,28 +128,43 @@ impl Mirror {
         self.store.clear_kind(kind.kind);
         self.observed.retain(|key, _| key.kind != kind.kind);
         self.malformed.retain(|key, _| key.kind != kind.kind);
+        self.contents.retain(|key, _| key.kind != kind.kind);
         for value in objects {
             self.upsert(kind, value);
         }
         self.listed.insert(kind.kind);
     }
 
-    fn upsert(&mut self, kind: &'static WatchedKind, value: Value) {
+    /// Creates or replaces an object; returns whether what translation reads changed.
+    fn upsert(&mut self, kind: &'static WatchedKind, mut value: Value) -> bool {
         let key = key_of(kind, &value);
+        let status = value
+            .as_object_mut()
+            .and_then(|map| map.remove("status"))
+            .unwrap_or(Value::Null);
+        let resource_version = value["metadata"]
+            .as_object_mut()
+            .and_then(|meta| meta.remove("resourceVersion"));
+        let digest = digest(&value);
+        let unchanged = self.contents.insert(key.clone(), digest) == Some(digest);
         if kind.has_status {
             let metadata = &value["metadata"];
             self.observed.insert(
                 key.clone(),
                 Observed {
-                    resource_version: metadata["resourceVersion"]
-                        .as_str()
+                    resource_version: resource_version
+                        .as_ref()
+                        .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned(),
                     generation: metadata["generation"].as_i64().unwrap_or(1),
-                    status: value.get("status").cloned().unwrap_or(Value::Null),
+                    status,
                     uid: metadata["uid"].as_str().map(str::to_owned),
                 },
             );
+        }
+        if unchanged {
+            return false;
         }
         match Resource::from_value(value) {
             Ok(resource) => {
@@ -160,7 +178,14 @@ impl Mirror {
                 self.malformed.insert(key, error.to_string());
             }
         }
+        true
     }
+}
+
+fn digest(value: &Value) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.to_string().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The object as JSON with `apiVersion` and `kind` set: list items of built-in

@@ -109,3 +109,26 @@ fn namespaces_carry_their_name_label() {
         Some("team-a")
     );
 }
+
+#[test]
+fn a_status_write_keeps_the_store_and_refreshes_what_was_observed() {
+    let kind = by_kind("HTTPRoute").unwrap();
+    let mut mirror = Mirror::new();
+    list(&mut mirror, kind, vec![route("web", "1")]);
+    let mut written = serde_json::to_value(route("web", "2")).unwrap();
+    written["status"] = json!({"parents": [{"controllerName": "x"}]});
+    let written: DynamicObject = serde_json::from_value(written).unwrap();
+    assert!(
+        !mirror.handle(kind, Event::Apply(written)),
+        "nothing translation reads changed"
+    );
+    let key = ObjectKey::new("HTTPRoute", "default", "web");
+    assert_eq!(mirror.observed()[&key].resource_version, "2");
+    assert_eq!(
+        mirror.observed()[&key].status["parents"][0]["controllerName"],
+        "x"
+    );
+    let mut edited = serde_json::to_value(route("web", "3")).unwrap();
+    edited["metadata"]["labels"] = json!({"team": "a"});
+    assert!(mirror.handle(kind, Event::Apply(serde_json::from_value(edited).unwrap())));
+}
