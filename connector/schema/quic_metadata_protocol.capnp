@@ -1,5 +1,5 @@
 # Culvert's own transcription of the data-stream request/response schema, written
-# from spec/tunnel-protocol.md §4.2. Each message follows the data-stream preamble
+# from connector/PROTOCOL.md §4.2. Each message follows the data-stream preamble
 # (0A 36 CD 12 A1 3E "01"); connector/src/proto/connect.rs encodes it by hand.
 @0xb29021ef7421cc32;
 

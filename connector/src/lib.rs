@@ -1,6 +1,6 @@
 //! Cloudflare Tunnel connector for Culvert.
 //!
-//! This crate owns the tunnel protocol of `spec/tunnel-protocol.md`. At its base is
+//! This crate owns the tunnel protocol of `connector/PROTOCOL.md`. At its base is
 //! the sans-IO protocol core, [`proto`]: bytes, events and time go in, bytes,
 //! deadlines and events come out. It covers
 //!

@@ -1,4 +1,4 @@
-//! One QUIC connection to the edge, from dial to close (spec §2.3, §3, §6.1).
+//! One QUIC connection to the edge, from dial to close (PROTOCOL.md §2.3, §3, §6.1).
 //!
 //! Start at [`run`]: dial with a fresh UDP socket, open the control stream (the first
 //! client bidirectional stream, no preamble), register through
@@ -170,7 +170,7 @@ async fn drive(
     };
     let config = &shared.config;
     let mut client = ControlClient::new(config.rpc_timeout);
-    // HEAD fills originLocalIp from the edge address over QUIC (spec §3.3).
+    // HEAD fills originLocalIp from the edge address over QUIC (PROTOCOL.md §3.3).
     let request = register_request(shared, index, addr.ip(), attempts);
     if let Err(e) = client.register(&request, now_std()) {
         return Outcome::Dial(e.to_string());

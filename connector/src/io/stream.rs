@@ -1,5 +1,5 @@
 //! One edge-opened stream on the connector: preamble and `ConnectRequest` in, a call
-//! of the handler, `ConnectResponse` and body out (spec §4).
+//! of the handler, `ConnectResponse` and body out (PROTOCOL.md §4).
 //!
 //! Start at [`serve_stream`]. The head is decoded with the sans-IO decoders, which
 //! consume exactly one message; bytes read past it go to the body. A failure before

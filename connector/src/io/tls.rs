@@ -1,4 +1,4 @@
-//! TLS and QUIC transport settings for edge connections (spec §2.2, §2.3).
+//! TLS and QUIC transport settings for edge connections (PROTOCOL.md §2.2, §2.3).
 //!
 //! Owns the rustls client configurations (aws-lc-rs only): QUIC with TLS 1.3, SNI
 //! `quic.cftunnel.com` and ALPN `argotunnel`; HTTP/2 with TLS 1.2 or 1.3, SNI

@@ -1,4 +1,4 @@
-//! The sans-IO Cloudflare Tunnel protocol core (`spec/tunnel-protocol.md`).
+//! The sans-IO Cloudflare Tunnel protocol core (`connector/PROTOCOL.md`).
 //!
 //! Everything here is pure: bytes and events go in through `handle_*(…, now)`, bytes,
 //! deadlines and events come out of `poll_*()`. There are no sockets, no runtime and

@@ -1,4 +1,4 @@
-//! The simulator's private CA and its edge certificate (spec §2.2).
+//! The simulator's private CA and its edge certificate (PROTOCOL.md §2.2).
 //!
 //! A CA is generated once (or loaded from PEM, so a restarted simulator keeps the CA
 //! connectors were told to trust) and issues a leaf for `quic.cftunnel.com` and

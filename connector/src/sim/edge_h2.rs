@@ -1,4 +1,4 @@
-//! The simulator's HTTP/2 side (spec §7): TLS listeners whose connectors are
+//! The simulator's HTTP/2 side (PROTOCOL.md §7): TLS listeners whose connectors are
 //! HTTP/2 *servers*, with the simulator as the HTTP/2 client.
 //!
 //! Per connection: TLS with the `h2.cftunnel.com` leaf (TLS 1.2 or 1.3, no ALPN

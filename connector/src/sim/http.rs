@@ -3,7 +3,7 @@
 //! and HTTP/2 connections alike), bodies streamed both ways, websockets bridged
 //! after a `101`; plus `GET /_sim/status`. HTTP/2 forwarding lives in `edge_h2.rs`.
 //!
-//! Each forwarded request follows spec §4: the edge writes preamble and
+//! Each forwarded request follows PROTOCOL.md §4: the edge writes preamble and
 //! `ConnectRequest` in one write, then the raw request body up to FIN, and reads the
 //! connector's preamble and `ConnectResponse` (exactly one message) before the
 //! response body. A `ConnectResponse.error`, or a stream that fails before its

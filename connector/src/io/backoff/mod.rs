@@ -1,4 +1,4 @@
-//! Reconnect delays (spec §6.2): exponential with full jitter, as cloudflared does
+//! Reconnect delays (PROTOCOL.md §6.2): exponential with full jitter, as cloudflared does
 //! (a random wait in `[0, base * 2^n)`, the exponent capped by its `--retries`).
 //!
 //! Pure and deterministic for a given seed: the randomness is a small SplitMix64

@@ -1,4 +1,4 @@
-//! One HTTP/2 connection to the edge, from dial to close (spec §7, §3, §6.1).
+//! One HTTP/2 connection to the edge, from dial to close (PROTOCOL.md §7, §3, §6.1).
 //!
 //! Start at [`run`]: dial TCP, TLS with SNI `h2.cftunnel.com` and no ALPN, then
 //! serve HTTP/2 — the roles flip, the connector is the HTTP/2 *server* and the edge
@@ -188,7 +188,7 @@ async fn serve(
 ) -> Outcome {
     let config = &shared.config;
     let mut client = ControlClient::new(config.rpc_timeout);
-    // Over HTTP/2 originLocalIp is the TCP socket's local address (spec §3.3).
+    // Over HTTP/2 originLocalIp is the TCP socket's local address (PROTOCOL.md §3.3).
     let registration = register_request(shared, index, local.ip(), attempts);
     let in_flight = Arc::new(InFlight::default());
     let mut control: Option<Control> = None;

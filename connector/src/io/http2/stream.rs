@@ -1,5 +1,5 @@
 //! One edge request on an HTTP/2 connection: a call of the handler, the response
-//! head with serialized headers, the body (spec §7).
+//! head with serialized headers, the body (PROTOCOL.md §7).
 //!
 //! Start at [`serve`]. Requests become the same `http::Request<TunnelBody>` as
 //! over QUIC: a plain request keeps its method, URI and headers (the

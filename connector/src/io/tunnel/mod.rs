@@ -1,5 +1,5 @@
 //! The tunnel: configuration, HA connections, reconnects, drain and readiness
-//! (spec §6).
+//! (PROTOCOL.md §6).
 //!
 //! [`Tunnel::new`] validates a [`TunnelConfig`] and builds the shared, `Send + Sync`
 //! part (TLS config, address pool, status channel, drain signal). Each worker thread
@@ -45,7 +45,7 @@ pub const MAX_GRACE_PERIOD: Duration = Duration::from_secs(180);
 /// The default bound on concurrent edge-opened streams per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
 
-/// The features every connection announces (spec §3.4; datagram v2 only).
+/// The features every connection announces (PROTOCOL.md §3.4; datagram v2 only).
 pub const DEFAULT_FEATURES: &[&str] = &[
     "allow_remote_config",
     "serialized_headers",

@@ -1,4 +1,4 @@
-//! `ConnectRequest` / `ConnectResponse` (`quic_metadata_protocol.capnp`, spec §4.2).
+//! `ConnectRequest` / `ConnectResponse` (`quic_metadata_protocol.capnp`, PROTOCOL.md §4.2).
 //!
 //! One framed Cap'n Proto message follows the data-stream preamble in each direction.
 //! Decoding consumes exactly that message and reports how many bytes it used;

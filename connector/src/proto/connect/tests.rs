@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::*;
 
 /// `ConnectResponse { error: "", metadata: [HttpStatus = 200] }`, derived by hand from
-/// the §4.2 layout (0 data words / 2 pointers; Metadata 0 / 2) and the encoder's
+/// the PROTOCOL.md §4.2 layout (0 data words / 2 pointers; Metadata 0 / 2) and the encoder's
 /// depth-first order:
 /// * header: one segment (u32 0), 9 words (u32 9);
 /// * w0 root: struct at w1, 0 data, 2 pointers -> `00000000 00000200` (LE bytes);
@@ -28,7 +28,7 @@ const RESPONSE_GOLDEN: &[u8] = &[
 ];
 
 /// `ConnectRequest { dest: "http://a", type: websocket, metadata: [HttpMethod = GET] }`
-/// from the §4.2 layout (1 data word / 2 pointers):
+/// from the PROTOCOL.md §4.2 layout (1 data word / 2 pointers):
 /// * header: one segment, 12 words;
 /// * w0 root: struct at w1, 1 data word, 2 pointers -> high half 0x0002_0001;
 /// * w1 data: `type` = 1 (websocket) as UInt16 at byte 0;

@@ -1,4 +1,4 @@
-//! The control stream (spec §3): two-party Cap'n Proto RPC in unpacked framing, the
+//! The control stream (PROTOCOL.md §3): two-party Cap'n Proto RPC in unpacked framing, the
 //! connector as RPC client and the edge as RPC server whose bootstrap capability is a
 //! `RegistrationServer`.
 //!

@@ -1,4 +1,4 @@
-//! The HTTP/2 transport's header conventions (spec §7), both sides.
+//! The HTTP/2 transport's header conventions (PROTOCOL.md §7), both sides.
 //!
 //! Over HTTP/2 the edge is the HTTP/2 client and the connector the server. Every
 //! edge request is one stream; what kind of stream it is comes from headers

@@ -1,4 +1,4 @@
-//! Metadata key conventions of data streams (spec §4.3, §4.4) and conversions
+//! Metadata key conventions of data streams (PROTOCOL.md §4.3, §4.4) and conversions
 //! between metadata and HTTP heads, both directions.
 //!
 //! Connector side: [`request_parts`] turns a `ConnectRequest` into `http` request

@@ -1,4 +1,4 @@
-//! The preamble of edge-opened streams (spec §4.1): a 6-byte signature saying what
+//! The preamble of edge-opened streams (PROTOCOL.md §4.1): a 6-byte signature saying what
 //! the stream carries, then for data streams the 2-byte ASCII version `"01"`.
 //!
 //! Data streams carry the preamble in both directions; RPC streams only from the

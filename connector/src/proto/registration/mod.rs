@@ -1,8 +1,8 @@
-//! `RegistrationServer` arguments and results (spec §3.3, §3.4).
+//! `RegistrationServer` arguments and results (PROTOCOL.md §3.3, §3.4).
 //!
 //! Typed structures for `registerConnection` (params [`RegisterConnection`], result
 //! [`ConnectionResponse`]) and their nested structs, each with a mapping to and from
-//! the Cap'n Proto tree using the layouts the spec lists, plus
+//! the Cap'n Proto tree using the layouts PROTOCOL.md lists, plus
 //! [`RegistrationError`], the connector's classification of a failed registration.
 //! Both directions exist: the connector encodes params and decodes results, the edge
 //! simulator the reverse.
@@ -109,7 +109,7 @@ pub enum ConnectionResponse {
 /// The `cause` the edge uses for "this connection is already registered here".
 pub const DUPLICATE_CONNECTION_CAUSE: &str = "EDUPCONN";
 
-/// Why a registration failed, classified the way cloudflared acts on it (spec §3.4).
+/// Why a registration failed, classified the way cloudflared acts on it (PROTOCOL.md §3.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegistrationError {
     /// Cause exactly `EDUPCONN`: move this connIndex to another edge address.

@@ -14,7 +14,7 @@ fn decode_results(buf: &[u8]) -> ConnectionResponse {
 }
 
 /// `registerConnection` results `{ result: error{ cause: "EDUPCONN", retryAfter: 1 s,
-/// shouldRetry: true } }`, from §3.3:
+/// shouldRetry: true } }`, from PROTOCOL.md §3.3:
 /// * header: one segment, 9 words;
 /// * w0 root: results struct (0 / 1) at w1 -> high half 0x0001_0000;
 /// * w1: ConnectionResponse (1 / 1) at w2 -> high half 0x0001_0001;
@@ -114,7 +114,7 @@ fn register_params_layout() {
         },
     };
     let s = request.to_struct();
-    // §3.3: params 1 / 3 with connIndex at byte 0.
+    // PROTOCOL.md §3.3: params 1 / 3 with connIndex at byte 0.
     assert_eq!((s.data.len(), s.ptrs.len()), (1, 3));
     assert_eq!(s.data[0], 3);
     // ConnectionOptions: replaceExisting bit 0, compressionQuality byte 1,

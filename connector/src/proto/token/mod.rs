@@ -1,4 +1,4 @@
-//! The connector token (`--token`, `TUNNEL_TOKEN`, `--token-file`), spec §1.
+//! The connector token (`--token`, `TUNNEL_TOKEN`, `--token-file`), PROTOCOL.md §1.
 //!
 //! Two layers: standard padded base64 of a JSON object with single-letter keys, whose
 //! `s` value is itself standard padded base64 of the raw tunnel secret. Parsing names
