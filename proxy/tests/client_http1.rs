@@ -3,7 +3,8 @@
 //! and chunked (with trailers), `Expect: 100-continue`, HTTP/1.0 clients, `HEAD`,
 //! `Connection: close`, a body the proxy answered without reading, lingering close,
 //! trailers only for clients that take them, a client going away mid-request, and
-//! the heads that are refused (malformed 400, ambiguous framing 400, too large 431). The echo
+//! the heads that are refused (malformed 400, ambiguous framing 400, too large 431),
+//! a head too slow to arrive (408). The echo
 //! backend records what arrived, so the tests see what went through.
 #![allow(
     clippy::unwrap_used,
@@ -15,11 +16,12 @@ mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use culvert_bench::{EchoBackend, EchoConfig};
-use culvert_proxy::Server;
-use support::proxy_to;
+use culvert_proxy::{ClientLimits, ServeConfig, Server};
+use support::{proxy_to, proxy_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -383,6 +385,47 @@ async fn bad_heads_are_refused_and_the_connection_closes() {
             assert!(client.closed().await);
         }
         assert!(echo.requests().is_empty());
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_head_gets_408_and_an_idle_connection_just_closes() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+        let limits = ClientLimits {
+            header_read_timeout: Duration::from_secs(1),
+        };
+        let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_workers(NonZeroUsize::MIN)
+            .with_client_limits(limits);
+        let (_server, addr) = proxy_with(config, echo.addr(), &["echo.example"]).await;
+
+        // Part of a head, then nothing: 408 and a close, within a tick of the limit.
+        let mut slow = Client::connect(addr).await;
+        let started = Instant::now();
+        slow.send(b"GET / HTTP/1.1\r\nhost: echo.exa").await;
+        let answer = slow.answer("GET").await;
+        assert_eq!(answer.status, 408);
+        assert_eq!(answer.headers["connection"], "close");
+        assert!(slow.closed().await);
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+
+        // A kept-alive connection that goes quiet after its answer closes silently.
+        let mut idle = Client::connect(addr).await;
+        idle.send(b"GET / HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        assert_eq!(idle.answer("GET").await.status, 200);
+        assert!(idle.closed().await, "closed with nothing more written");
+        assert!(
+            echo.requests().len() == 1,
+            "only the complete request went upstream"
+        );
     })
     .await
     .unwrap();

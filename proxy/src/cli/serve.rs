@@ -29,7 +29,7 @@ use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
-use culvert_proxy::{ControlTlsFiles, ManifestSource, ServeConfig, Server};
+use culvert_proxy::{ClientLimits, ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
 
 /// Arguments of `culvert serve`.
@@ -125,8 +125,13 @@ pub(crate) struct ServeArgs {
     /// How long in-flight requests may take to finish once draining (`30s`, `500ms`).
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
     drain_grace: Duration,
+    /// How long a client may take to send a request head, idle keep-alive time
+    /// included (nginx's `client_header_timeout`); a partial head then gets 408.
+    #[arg(long, default_value = "30s", value_parser = parse_grace)]
+    header_read_timeout: Duration,
 }
 
+/// A duration flag: `30s`, `500ms`, `1m`.
 fn parse_grace(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
@@ -135,6 +140,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
     let mut config = ServeConfig::new(args.control)
         .with_insecure_control(args.insecure_control)
         .with_trusted_hops(args.trusted_hops)
+        .with_client_limits(ClientLimits {
+            header_read_timeout: args.header_read_timeout,
+        })
         .with_pinned_workers(!args.no_pin)
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));
     if let (Some(certificate), Some(private_key)) = (&args.control_tls_cert, &args.control_tls_key)

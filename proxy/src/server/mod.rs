@@ -21,6 +21,7 @@ use std::sync::{Arc, mpsc};
 use culvert_router::DataPlaneConfig;
 use tokio::sync::watch;
 
+use crate::ClientLimits;
 use crate::control::{self, Control, ControlTls, ControlTlsFiles, WorkerLink};
 use crate::metrics::ControlStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
@@ -51,6 +52,8 @@ pub struct ServeConfig {
     pub initial: Option<DataPlaneConfig>,
     /// Proxies in front of this one whose forwarding headers are believed.
     pub trusted_hops: u32,
+    /// What a client may cost before it is refused or cut off.
+    pub client_limits: ClientLimits,
     /// Seed of the workers' random numbers (weighted backend picks, mirror and log
     /// sampling), for reproducible runs such as the live conformance harness;
     /// `None` seeds from the clock.
@@ -80,6 +83,7 @@ impl Default for ServeConfig {
             insecure_control: false,
             initial: None,
             trusted_hops: 0,
+            client_limits: ClientLimits::default(),
             random_seed: None,
             control_tls: None,
             manifests: None,
@@ -138,6 +142,13 @@ impl ServeConfig {
     #[must_use]
     pub fn with_random_seed(mut self, seed: u64) -> Self {
         self.random_seed = Some(seed);
+        self
+    }
+
+    /// Sets [`ServeConfig::client_limits`].
+    #[must_use]
+    pub fn with_client_limits(mut self, limits: ClientLimits) -> Self {
+        self.client_limits = limits;
         self
     }
 
@@ -295,6 +306,7 @@ impl Server {
                 shutdown: shutdown_rx.clone(),
                 draining: draining_rx.clone(),
                 forwarding,
+                client_limits: config.client_limits,
                 drained: drained_tx,
                 access_log: Arc::clone(&access_log),
                 scrape: scrape_rx,

@@ -27,15 +27,37 @@ pub(crate) enum ClientBody {
     Tunnel(TunnelBody),
 }
 
-/// The client's request body, counting the bytes read into its record.
+/// How far a client's request body got, shared by the body and its request's
+/// record: the bytes read, and whether reading it failed (a malformed chunk, a
+/// body cut short), which makes a failed exchange the client's fault (400), not
+/// the backend's.
+#[derive(Debug, Default)]
+pub(crate) struct BodyProgress {
+    read: Cell<u64>,
+    failed: Cell<bool>,
+}
+
+impl BodyProgress {
+    /// Body bytes read from the client so far.
+    pub(crate) fn read(&self) -> u64 {
+        self.read.get()
+    }
+
+    /// Whether the client's body failed.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed.get()
+    }
+}
+
+/// The client's request body, noting its progress in its record.
 pub(crate) struct CountedBody {
     inner: ClientBody,
-    read: Rc<Cell<u64>>,
+    progress: Rc<BodyProgress>,
 }
 
 impl CountedBody {
-    pub(crate) fn new(inner: ClientBody, read: Rc<Cell<u64>>) -> Self {
-        Self { inner, read }
+    pub(crate) fn new(inner: ClientBody, progress: Rc<BodyProgress>) -> Self {
+        Self { inner, progress }
     }
 }
 
@@ -58,10 +80,15 @@ impl Body for CountedBody {
                 .poll_frame(cx)
                 .map(|frame| frame.map(|result| result.map_err(Into::into))),
         };
-        if let Poll::Ready(Some(Ok(frame))) = &polled {
-            if let Some(data) = frame.data_ref() {
-                self.read.set(self.read.get() + data.len() as u64);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    let read = &self.progress.read;
+                    read.set(read.get() + data.len() as u64);
+                }
             }
+            Poll::Ready(Some(Err(_))) => self.progress.failed.set(true),
+            _ => {}
         }
         polled
     }

@@ -30,7 +30,7 @@ use super::Worker;
 use super::drain::DrainWatch;
 use super::h2c;
 use super::headers::IpText;
-use super::http1::{self, HEADER_READ_TIMEOUT};
+use super::http1;
 use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::OpenConnection;
 
@@ -180,7 +180,7 @@ async fn serve_http<I>(
         Some(version) => (version, BytesMut::new()),
         None => {
             let detected = tokio::select! {
-                detected = tokio::time::timeout(HEADER_READ_TIMEOUT, sniff::detect(&mut io)) => detected,
+                detected = tokio::time::timeout(worker.limits().header_read_timeout, sniff::detect(&mut io)) => detected,
                 () = drain.drained() => return,
             };
             match detected {
@@ -217,7 +217,7 @@ async fn serve_http<I>(
 }
 
 /// Serves a connection an upgrade switched to h2c, once the client's preface has
-/// come (within [`HEADER_READ_TIMEOUT`]), as HTTP/2 with the upgrade request on
+/// come (within the header read timeout), as HTTP/2 with the upgrade request on
 /// stream 1.
 async fn serve_switched_to_h2c(
     worker: Rc<Worker>,
@@ -232,7 +232,7 @@ async fn serve_switched_to_h2c(
     } = switched;
     let opened = h2c::after_client_preface(&mut *io, read, &stream_one);
     let opened = tokio::select! {
-        opened = tokio::time::timeout(HEADER_READ_TIMEOUT, opened) => opened,
+        opened = tokio::time::timeout(worker.limits().header_read_timeout, opened) => opened,
         () = drain.drained() => return,
     };
     let Ok(Some(read)) = opened else {

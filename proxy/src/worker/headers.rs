@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Uri, Version};
 
-use super::wire::FieldLines;
+use culvert_wire::FieldLines;
 
 /// Headers that describe one hop, never forwarded in either direction (`TE` is
 /// handled apart: `te: trailers` is end-to-end in practice, gRPC needs it).
@@ -56,8 +56,10 @@ impl std::ops::Deref for RoutingHost {
 
 /// The host to route on, or `None` for a request that must be refused (400): the
 /// authority of an absolute-form target (or HTTP/2 `:authority`) wins over `Host`
-/// (RFC 9112 §3.2.2); otherwise exactly one `Host` of visible ASCII is required,
-/// except on HTTP/1.0, where it may be absent (empty host).
+/// (RFC 9112 §3.2.2); otherwise exactly one `Host` is required, except on
+/// HTTP/1.0, where it may be absent (empty host). Either must be `host[:port]`
+/// (RFC 9110 §7.2): userinfo (`user@host`), a path or a port that is not digits is
+/// refused, never routed on or forwarded.
 pub(crate) fn request_host(
     headers: &HeaderMap,
     uri: &Uri,
@@ -69,19 +71,69 @@ pub(crate) fn request_host(
         return None;
     }
     if let Some(authority) = uri.authority() {
-        return HeaderValue::from_str(authority.as_str())
-            .ok()
-            .map(RoutingHost);
+        let authority = authority.as_str();
+        if !is_host_and_port(authority.as_bytes()) {
+            return None;
+        }
+        return HeaderValue::from_str(authority).ok().map(RoutingHost);
     }
     match first {
-        Some(value) => {
-            let bytes = value.as_bytes();
-            let visible = !bytes.is_empty() && bytes.iter().all(|b| b.is_ascii_graphic());
-            visible.then(|| RoutingHost(value.clone()))
-        }
+        Some(value) => is_host_and_port(value.as_bytes()).then(|| RoutingHost(value.clone())),
         None if version == Version::HTTP_10 => Some(RoutingHost::default()),
         None => None,
     }
+}
+
+/// Whether `value` is `uri-host [":" port]` (RFC 3986 §3.2.2–3.2.3): a bracketed
+/// IP literal or a reg-name of unreserved, sub-delim and `%` bytes, then optionally
+/// a colon and digits. Empty is not a host to route on.
+fn is_host_and_port(value: &[u8]) -> bool {
+    let (host, port) = match value.strip_prefix(b"[") {
+        Some(literal) => {
+            let Some(end) = literal.iter().position(|&b| b == b']') else {
+                return false;
+            };
+            let (address, rest) = literal.split_at(end);
+            let address_ok = !address.is_empty()
+                && address
+                    .iter()
+                    .all(|&b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.' | b'v' | b'V'));
+            if !address_ok {
+                return false;
+            }
+            return match &rest[1..] {
+                [] => true,
+                [b':', port @ ..] => port.iter().all(u8::is_ascii_digit),
+                _ => false,
+            };
+        }
+        None => match value.iter().position(|&b| b == b':') {
+            Some(colon) => (&value[..colon], &value[colon + 1..]),
+            None => (value, &b""[..]),
+        },
+    };
+    let reg_name_byte = |b: &u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            )
+    };
+    !host.is_empty() && host.iter().all(reg_name_byte) && port.iter().all(u8::is_ascii_digit)
 }
 
 /// The protocol an HTTP/1.1 request asks to upgrade to (`Upgrade` named in
@@ -137,7 +189,11 @@ pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     // which name no header).
     let named: Vec<HeaderName> = field_tokens(headers, &header::CONNECTION)
         .filter(|token| {
-            !token.eq_ignore_ascii_case("close") && !token.eq_ignore_ascii_case("keep-alive")
+            // `Host` is end to end whatever `Connection` says: the backend always
+            // gets the host the request was routed on.
+            !token.eq_ignore_ascii_case("close")
+                && !token.eq_ignore_ascii_case("keep-alive")
+                && !token.eq_ignore_ascii_case("host")
         })
         .filter_map(|token| HeaderName::from_bytes(token.as_bytes()).ok())
         .collect();

@@ -15,8 +15,8 @@ const BACKLOG: i32 = 1024;
 
 /// How long the kernel holds a connection that has sent nothing before handing it
 /// over anyway; the worker's header timeout then applies. The same as the header
-/// timeout, as nginx's `deferred` takes its `client_header_timeout`.
-pub(super) const DEFER_ACCEPT: Duration = super::http1::HEADER_READ_TIMEOUT;
+/// timeout's default, as nginx's `deferred` takes its `client_header_timeout`.
+pub(super) const DEFER_ACCEPT: Duration = crate::ClientLimits::HEADER_READ_TIMEOUT;
 
 /// A non-blocking listening socket on `addr` with SO_REUSEADDR and SO_REUSEPORT, so
 /// every worker can bind the same address, and with TCP_NODELAY, which Linux copies

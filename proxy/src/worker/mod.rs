@@ -29,7 +29,6 @@ mod stack_read;
 mod tick;
 mod tunnel;
 mod upstream;
-mod wire;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,6 +41,7 @@ use tokio::runtime::LocalOptions;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
+use crate::ClientLimits;
 use crate::access_log::AccessLog;
 use crate::metrics::StatsSnapshot;
 use crate::{Error, SnapshotCell};
@@ -63,6 +63,8 @@ pub(crate) struct WorkerChannels {
     pub(crate) draining: watch::Receiver<bool>,
     /// How forwarding headers are written.
     pub(crate) forwarding: Forwarding,
+    /// What a client may cost.
+    pub(crate) client_limits: ClientLimits,
     /// Set to `true` once draining and every client connection has closed.
     pub(crate) drained: watch::Sender<bool>,
     /// Where request lines go.
@@ -125,6 +127,7 @@ fn run(
             mut shutdown,
             mut draining,
             forwarding,
+            client_limits,
             drained,
             access_log,
             mut scrape,
@@ -132,7 +135,13 @@ fn run(
             tunnel,
             seed,
         } = channels;
-        let worker = Rc::new(Worker::new(index, cell, forwarding, access_log, seed));
+        let worker = Rc::new(Worker::new(
+            index,
+            cell,
+            (forwarding, client_limits),
+            access_log,
+            seed,
+        ));
         let mut listeners = Listeners::default();
         let first = *generation.borrow_and_update();
         let result = listeners.reconcile(&worker).await;

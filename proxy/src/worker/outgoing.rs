@@ -15,7 +15,7 @@ use http::{Method, Request, Uri, Version};
 
 use super::headers::RoutingHost;
 use super::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
-use super::wire::{FieldLines, FieldsAs};
+use culvert_wire::{FieldLines, FieldsAs};
 
 /// The upstream request, minus its body, so an attempt can be rebuilt.
 #[derive(Clone)]

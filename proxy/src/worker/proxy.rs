@@ -51,17 +51,15 @@ use super::outgoing::{UpstreamHead, build_request, upgrade_request};
 use super::record::{Record, RecordedBody, Sink};
 use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use super::wire::{CarriesRawFields, FieldsAs, headers_mut};
+use crate::ClientLimits;
 use crate::access_log::AccessLog;
 use crate::metrics::{BackendFailure, WorkerStats};
 use crate::tls::listener_for;
 use crate::{Snapshot, SnapshotCell};
+use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
 
 /// Body of every answer: the upstream's, streamed, or a small local one.
 pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
-
-/// A local answer's body keeps no raw fields.
-impl CarriesRawFields for Full<Bytes> {}
 
 /// Largest request body kept in memory so it can be retried or mirrored.
 pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;
@@ -76,6 +74,7 @@ pub(crate) struct Worker {
     /// Set once the worker drains; its connections watch it.
     drain: Drain,
     forwarding: Forwarding,
+    limits: ClientLimits,
     /// Client connections open on this worker; drain waits for 0.
     connections: Cell<usize>,
     all_closed: Notify,
@@ -126,7 +125,7 @@ impl Worker {
     pub(crate) fn new(
         index: usize,
         cell: Arc<SnapshotCell>,
-        forwarding: Forwarding,
+        (forwarding, limits): (Forwarding, ClientLimits),
         log: Arc<AccessLog>,
         seed: Option<u64>,
     ) -> Self {
@@ -146,6 +145,7 @@ impl Worker {
             rng: Cell::new(now ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             drain: Drain::default(),
             forwarding,
+            limits,
             connections: Cell::new(0),
             all_closed: Notify::new(),
             ticks: Ticks::default(),
@@ -161,6 +161,11 @@ impl Worker {
     /// The worker's coarse clock.
     pub(crate) fn ticks(&self) -> &Ticks {
         &self.ticks
+    }
+
+    /// What a client may cost on this worker.
+    pub(crate) fn limits(&self) -> &ClientLimits {
+        &self.limits
     }
 
     /// Counts a new client connection until the guard drops.
@@ -444,11 +449,18 @@ impl Worker {
         strip_hop_by_hop(&mut headers);
         // The backend sees exactly the host the request was routed on (one value,
         // the absolute-form authority when there was one), before any filter edits.
-        // Routed on the one `Host` value (or on none, for HTTP/1.0), the headers
-        // already say so; only an authority in the target replaces `Host`.
-        if parts.uri.authority().is_some() {
-            headers.remove(header::HOST);
-            headers.insert(header::HOST, routing_host.value().clone());
+        // Routed on the one `Host` value the headers already say so; an authority in
+        // the target replaces `Host`, and an HTTP/1.0 request that named no host
+        // gets the address it was sent to (an HTTP/1.1 backend requires a `Host`).
+        if parts.uri.authority().is_some() || !headers.contains_key(header::HOST) {
+            let host = if routing_host.is_empty() {
+                HeaderValue::try_from(info.local.to_string()).ok()
+            } else {
+                Some(routing_host.value().clone())
+            };
+            if let Some(host) = host {
+                headers.insert(header::HOST, host);
+            }
         }
         if let Some(modifier) = &filters.request_headers {
             apply_header_modifier(modifier, &mut headers);
@@ -504,7 +516,7 @@ impl Worker {
             snapshot,
             rule,
             head,
-            body: Either::Left(CountedBody::new(body, Rc::clone(&record.request_bytes))),
+            body: Either::Left(CountedBody::new(body, Rc::clone(&record.request_body))),
             upgrade,
             cors_headers,
             grpc,
@@ -630,6 +642,12 @@ impl Worker {
                     .await
                     .map_err(Failure::Upstream),
             };
+            // An exchange that failed because the client's own body did (a
+            // malformed chunk, a body cut short) is the client's error: 400, never
+            // retried, and not counted against the backend.
+            if outcome.is_err() && record.request_body.failed() {
+                return local_answer(StatusCode::BAD_REQUEST);
+            }
             let retryable = match &outcome {
                 Ok(response) => {
                     retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
@@ -689,7 +707,7 @@ impl Worker {
             let server_upgrade = hyper::upgrade::on(&mut response);
             tokio::task::spawn_local(client_upgrade.splice(server_upgrade));
         }
-        backend_response(response.map(Either::Right), backend)
+        backend_response(response.map(UpstreamBody::Hyper), backend)
     }
 
     /// Fires each sampled mirror with a copy of the request; their answers are

@@ -4,7 +4,6 @@
 //! a gRPC call's status from its trailers, and to finish the record on drop, so a
 //! streamed response is timed to its last byte.
 
-use std::cell::Cell;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::rc::Rc;
@@ -18,11 +17,12 @@ use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
+use super::body::BodyProgress;
 use super::headers::RoutingHost;
 use super::proxy::ProxyBody;
-use super::wire::{CarriesRawFields, RawFields};
 use crate::access_log::{AccessLog, rfc3339};
 use crate::metrics::{BackendFailure, InFlight, RouteStats, WorkerStats};
+use culvert_wire::{CarriesRawFields, RawFields};
 
 /// One request being served.
 pub(crate) struct Record {
@@ -44,8 +44,8 @@ pub(crate) struct Record {
     pub(crate) upstream: Option<SocketAddr>,
     pub(crate) failure: Option<BackendFailure>,
     pub(crate) attempts: u32,
-    /// Request body bytes read from the client.
-    pub(crate) request_bytes: Rc<Cell<u64>>,
+    /// How far the request body from the client got.
+    pub(crate) request_body: Rc<BodyProgress>,
     /// The request is a gRPC call.
     pub(crate) grpc: bool,
     /// A gRPC call's `grpc-status`, from the response head or its trailers.
@@ -74,7 +74,7 @@ impl Record {
             upstream: None,
             failure: None,
             attempts: 0,
-            request_bytes: Rc::new(Cell::new(0)),
+            request_body: Rc::default(),
             grpc: false,
             grpc_status: None,
             status: StatusCode::OK,
@@ -111,7 +111,7 @@ impl Record {
             "failure": self.failure.map(BackendFailure::as_str),
             "attempts": self.attempts,
             "durationMs": elapsed.as_secs_f64() * 1000.0,
-            "bytesIn": self.request_bytes.get(),
+            "bytesIn": self.request_body.read(),
             "bytesOut": response_bytes,
             "complete": complete,
         })
@@ -232,7 +232,7 @@ impl Drop for RecordedBody {
         if let Some(failure) = record.failure {
             stats.record_backend_failure(failure);
         }
-        stats.add_request_bytes(record.request_bytes.get());
+        stats.add_request_bytes(record.request_body.read());
         stats.add_response_bytes(self.sent);
         if sink.log.wants(record.failed(), random) {
             sink.log

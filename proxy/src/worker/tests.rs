@@ -7,14 +7,23 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 #[test]
 fn hop_by_hop_headers_and_connection_tokens_are_removed() {
     let mut headers = HeaderMap::new();
-    headers.insert("connection", HeaderValue::from_static("close, x-private"));
+    headers.insert(
+        "connection",
+        HeaderValue::from_static("close, x-private, Host"),
+    );
+    headers.insert("host", HeaderValue::from_static("a.example"));
     headers.insert("x-private", HeaderValue::from_static("1"));
     headers.insert("transfer-encoding", HeaderValue::from_static("chunked"));
     headers.insert("keep-alive", HeaderValue::from_static("timeout=5"));
     headers.insert("x-kept", HeaderValue::from_static("1"));
     strip_hop_by_hop(&mut headers);
-    let names: Vec<&str> = headers.keys().map(|n| n.as_str()).collect();
-    assert_eq!(names, ["x-kept"]);
+    let mut names: Vec<&str> = headers.keys().map(|n| n.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["host", "x-kept"],
+        "Host is end to end whatever Connection names"
+    );
 }
 
 #[test]
@@ -202,6 +211,45 @@ fn the_routed_host_is_one_validated_value() {
     assert_eq!(
         request_host(&host(&[]), &origin_form, Version::HTTP_10).as_deref(),
         Some("")
+    );
+    for accepted in [
+        &b"a.example"[..],
+        b"a.example:80",
+        b"127.0.0.1:8080",
+        b"[::1]",
+        b"[2001:db8::1]:443",
+        b"xn--bcher-kva.example",
+        b"a%2eb",
+    ] {
+        assert_eq!(
+            request_host(&host(&[accepted]), &origin_form, Version::HTTP_11).as_deref(),
+            std::str::from_utf8(accepted).ok(),
+        );
+    }
+    // Not `host[:port]`: refused rather than routed on or forwarded verbatim.
+    for refused in [
+        &b"a@b"[..],
+        b"b:abc",
+        b"b/admin",
+        b"b:80:80",
+        b"",
+        b":80",
+        b"[::1",
+        b"[::1]x",
+        b"[::1]:8a",
+        b"a\\b",
+    ] {
+        assert_eq!(
+            request_host(&host(&[refused]), &origin_form, Version::HTTP_11),
+            None,
+            "{refused:?}"
+        );
+    }
+    let with_userinfo: Uri = "http://user:pw@a.example/x".parse().unwrap();
+    assert_eq!(
+        request_host(&host(&[b"a.example"]), &with_userinfo, Version::HTTP_11),
+        None,
+        "userinfo in an absolute-form target"
     );
 }
 

@@ -262,6 +262,15 @@ where
 pub async fn proxy_to(backend: SocketAddr, hostnames: &[&str]) -> (Server, SocketAddr) {
     let config =
         ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0))).with_workers(NonZeroUsize::MIN);
+    proxy_with(config, backend, hostnames).await
+}
+
+/// [`proxy_to`], the data plane started from `config`.
+pub async fn proxy_with(
+    config: ServeConfig,
+    backend: SocketAddr,
+    hostnames: &[&str],
+) -> (Server, SocketAddr) {
     let server = Server::start(config).unwrap();
     let port = free_port();
     let reply = put_config(

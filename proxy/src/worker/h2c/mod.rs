@@ -24,7 +24,7 @@ use http::{Request, Version};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::headers::{has_token, strip_hop_by_hop};
-use super::wire::BodyFraming;
+use culvert_wire::BodyFraming;
 
 /// The answer that switches the connection.
 pub(super) const SWITCHING: &[u8] =

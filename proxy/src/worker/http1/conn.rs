@@ -19,7 +19,7 @@ use super::io::Io;
 
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::tick::{TickListing, Ticks};
-use crate::worker::wire::{
+use culvert_wire::{
     BodyDecoder, BodyFraming, Chunk, MAX_HEAD, RequestHead, WireError, parse_request_head,
 };
 
@@ -65,6 +65,11 @@ impl Conn {
             return Ok(None);
         }
         parse_request_head(&mut self.read)
+    }
+
+    /// Whether bytes the client sent wait unparsed (part of a request head).
+    pub(super) fn has_unparsed_bytes(&self) -> bool {
+        !self.read.is_empty()
     }
 
     /// Reads more of a request head; `Ok(0)` when the client closed.

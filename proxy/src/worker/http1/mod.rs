@@ -1,5 +1,5 @@
 //! HTTP/1.1 (and 1.0) served on a client connection by our own codec
-//! ([`crate::worker::wire`]): request heads parsed in place, bodies streamed to the
+//! (the `culvert-wire` crate): request heads parsed in place, bodies streamed to the
 //! proxy as it polls them, responses written with the framing their body allows,
 //! keep-alive and pipelined requests (answered in order), `Expect: 100-continue`,
 //! and upgrades (the connection handed over once the `101` is written).
@@ -10,7 +10,8 @@
 //! A clear-text request that asks for h2c by upgrade switches the connection to
 //! HTTP/2 (see [`super::h2c`]).
 //! Malformed heads are answered 400, heads over the size limits 431, and the
-//! connection closes. A client gets [`HEADER_READ_TIMEOUT`] to send each head,
+//! connection closes. A client gets the header read timeout (`ClientLimits`) to
+//! send each head (answered 408 if it sent part of one by then),
 //! idle time between requests included (measured from the worker tick in which
 //! the wait began: the timer is reset at most once per tick, so it is not rearmed
 //! for every request of a busy connection).
@@ -39,7 +40,7 @@ use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
 use super::sniff::Prefixed;
-use super::wire::{
+use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
 };
 
@@ -54,8 +55,9 @@ pub(crate) use io::Io;
 use conn::Conn;
 use respond::{Asked, write_last, write_out, write_response};
 
-/// How long a client may take to send a request head (idle keep-alive included).
-pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// The answer to a client too slow to send its request head.
+const REQUEST_TIMEOUT: &[u8] =
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
 /// Worker ticks a request is in flight before the connection is watched for the
 /// client going away (1 to 2 s).
@@ -90,7 +92,8 @@ pub(super) async fn serve(
     drain: &mut DrainWatch<'_>,
 ) -> Option<SwitchedToH2c> {
     let conn = Rc::new(RefCell::new(Conn::new(io, read)));
-    let mut deadline = pin!(sleep(HEADER_READ_TIMEOUT));
+    let header_read_timeout = worker.limits().header_read_timeout;
+    let mut deadline = pin!(sleep(header_read_timeout));
     // The tick the deadline was last set in.
     let mut deadline_tick = worker.ticks().now();
     // Ends with the head refused, if it was, for a connection that closes.
@@ -108,7 +111,7 @@ pub(super) async fn serve(
                 deadline_tick = tick;
                 deadline
                     .as_mut()
-                    .reset(Instant::now() + HEADER_READ_TIMEOUT);
+                    .reset(Instant::now() + header_read_timeout);
             }
             tokio::select! {
                 biased;
@@ -118,7 +121,14 @@ pub(super) async fn serve(
                     None => return None,
                 },
                 () = drain.drained() => return None,
-                () = deadline.as_mut() => return None,
+                () = deadline.as_mut() => {
+                    // Part of a head came and the rest did not: say so. A connection
+                    // idle between requests just closes.
+                    if conn.borrow().has_unparsed_bytes() {
+                        let _ = write_last(&conn, &mut REQUEST_TIMEOUT.to_vec()).await;
+                    }
+                    return None;
+                }
             }
         };
         // An upgrade names `Upgrade` in `Connection`: nothing is looked up unless

@@ -18,7 +18,7 @@ use hyper::body::Body;
 use super::conn::Conn;
 use crate::worker::headers::has_token;
 use crate::worker::record::RecordedBody;
-use crate::worker::wire::{
+use culvert_wire::{
     CarriesRawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk,
     encode_response_head,
 };
@@ -131,9 +131,12 @@ pub(super) fn write_response(
             ResponseBodyFraming::None => Ok(()),
             _ => write_body(conn, &mut body, (framing, asked.trailers), out).await,
         };
-        if result.is_ok() && !out.is_empty() {
-            // A connection that closes after this sends it as its last bytes.
-            write_all(conn, out, !keep_alive).await?;
+        if !out.is_empty() {
+            // A connection that closes after this sends it as its last bytes. When
+            // the body failed, what was gathered (the head, the body so far) still
+            // goes before the close: the client sees the response cut short, not
+            // a connection closed without an answer.
+            write_all(conn, out, !keep_alive || result.is_err()).await?;
         }
         out.clear();
         result?;

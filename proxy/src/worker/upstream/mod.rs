@@ -9,7 +9,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -17,15 +19,15 @@ use futures_util::future;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{Either, Full};
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::{http1 as hyper_http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
-use super::body::CountedBody;
+use super::body::{BoxError, CountedBody};
 use super::connection::LocalExec;
-use super::wire::{CarriesRawFields, FieldLines, FieldsAs};
 use crate::fast_map::FastMap;
+use culvert_wire::{CarriesRawFields, FieldLines, FieldsAs};
 
 mod http1;
 
@@ -35,9 +37,64 @@ use http1::{Connection, ExchangeError, Home};
 /// for retries and mirrors).
 pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
 
-/// A response body from a backend: read inline off a pooled HTTP/1.1 connection,
-/// or hyper's (h2c, upgrades). Errors are boxed.
-pub(crate) type UpstreamBody = Either<http1::ResponseBody, Incoming>;
+/// A response body from a backend. Errors are boxed.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "HTTP/1.1 is the common case; boxing it would cost an allocation per response"
+)]
+pub(crate) enum UpstreamBody {
+    /// Read inline off a pooled HTTP/1.1 connection, its fields possibly kept raw.
+    Http1(http1::ResponseBody),
+    /// hyper's (h2c, upgrades), its fields in the header map.
+    Hyper(Incoming),
+}
+
+impl CarriesRawFields for UpstreamBody {
+    fn raw_fields(&self) -> Option<&culvert_wire::RawFields> {
+        match self {
+            Self::Http1(body) => body.raw_fields(),
+            Self::Hyper(_) => None,
+        }
+    }
+
+    fn take_raw_fields(&mut self) -> Option<culvert_wire::RawFields> {
+        match self {
+            Self::Http1(body) => body.take_raw_fields(),
+            Self::Hyper(_) => None,
+        }
+    }
+}
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            Self::Http1(body) => Pin::new(body).poll_frame(cx),
+            Self::Hyper(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|frame| frame.map(|result| result.map_err(Into::into))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Http1(body) => body.is_end_stream(),
+            Self::Hyper(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Http1(body) => body.size_hint(),
+            Self::Hyper(body) => body.size_hint(),
+        }
+    }
+}
 
 /// A request head for an HTTP/1.1 backend, in the parts it is written from: no
 /// `Uri` or `http::Request` is built for it.
@@ -65,10 +122,6 @@ pub(crate) enum UpstreamRequest {
 pub(crate) fn is_origin_form(target: &PathAndQuery) -> bool {
     target.as_str().starts_with('/')
 }
-
-/// hyper's response bodies (h2c and upgrade backends) come with their fields in the
-/// header map.
-impl CarriesRawFields for Incoming {}
 
 /// Idle HTTP/1.1 connections kept per endpoint and worker.
 const MAX_IDLE_PER_ENDPOINT: usize = 1024;
@@ -142,7 +195,10 @@ impl Upstreams {
             }
             // Boxed to keep the common HTTP/1.1 future small.
             UpstreamRequest::H2c(request) => future::Either::Right(Box::pin(async move {
-                Ok(self.send_h2c(endpoint, request).await?.map(Either::Right))
+                Ok(self
+                    .send_h2c(endpoint, request)
+                    .await?
+                    .map(UpstreamBody::Hyper))
             })),
         }
     }
@@ -177,14 +233,14 @@ impl Upstreams {
             if let Some(conn) = self.take_idle(endpoint) {
                 let home = self.home(endpoint);
                 match http1::exchange(conn, &head, body, home, true, fields).await {
-                    Ok(response) => return Ok(response.map(Either::Left)),
+                    Ok(response) => return Ok(response.map(UpstreamBody::Http1)),
                     Err(ExchangeError::Stale(unsent)) => body = unsent,
                     Err(ExchangeError::Failed(error)) => return Err(error),
                 }
             }
             let conn = Connection::new(connect_tcp(endpoint).await?);
             match http1::exchange(conn, &head, body, self.home(endpoint), false, fields).await {
-                Ok(response) => Ok(response.map(Either::Left)),
+                Ok(response) => Ok(response.map(UpstreamBody::Http1)),
                 Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
                 Err(ExchangeError::Failed(error)) => Err(error),
             }

@@ -1,11 +1,13 @@
-//! HTTP/1.1 on the wire, without IO (RFC 9112): both sides of the proxy speak it.
+//! HTTP/1.1 on the wire, without IO (RFC 9112): the codec both sides of Culvert's
+//! proxy speak. It reads and writes bytes in buffers and never touches a socket, so
+//! it can be tested and fuzzed on its own.
 //!
-//! - [`client`]: writing a request head to a backend and parsing its response head;
-//! - [`server`]: parsing a client's request head and writing the response head;
-//! - [`chunked`]: the chunked transfer coding, both ways;
-//! - [`body`]: reading a body of any framing off a buffer, both ways;
-//! - [`raw`]: response fields forwarded as the bytes they arrived in;
-//! - [`lines`]: fields the proxy adds to a request, kept as field lines.
+//! - `client`: writing a request head to a backend and parsing its response head;
+//! - `server`: parsing a client's request head and writing the response head;
+//! - `chunked`: the chunked transfer coding, both ways;
+//! - `body`: reading a body of any framing off a buffer, both ways;
+//! - `raw`: response fields forwarded as the bytes they arrived in;
+//! - `lines`: fields the proxy adds to a request, kept as field lines.
 //!
 //! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
 //! [`MAX_HEADERS`] fields, a malformed line or conflicting `Content-Length` values
@@ -24,21 +26,21 @@ mod lines;
 mod raw;
 mod server;
 
-pub(crate) use body::BodyDecoder;
-pub(crate) use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
-pub(crate) use client::{
+pub use body::BodyDecoder;
+pub use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
+pub use client::{
     FieldsAs, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
 };
-pub(crate) use lines::FieldLines;
-pub(crate) use raw::{CarriesRawFields, RawFields, headers_mut};
-pub(crate) use server::{
+pub use lines::FieldLines;
+pub use raw::{CarriesRawFields, RawFields, headers_mut};
+pub use server::{
     RequestHead, ResponseBodyFraming, encode_response_head, error_response, parse_request_head,
 };
 
 /// How a request body is framed on the wire, in both directions: what a client's
 /// head announced, and what the head written to a backend announces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BodyFraming {
+pub enum BodyFraming {
     /// No body and no framing field (a `GET`).
     Empty,
     /// `Content-Length: n` (a parsed request head never has 0 here: that is `Empty`).
@@ -48,13 +50,13 @@ pub(crate) enum BodyFraming {
 }
 
 /// Largest message head (or trailer section) accepted.
-pub(crate) const MAX_HEAD: usize = 64 * 1024;
+pub const MAX_HEAD: usize = 64 * 1024;
 /// Most header fields accepted in a message head or trailer section.
-pub(crate) const MAX_HEADERS: usize = 128;
+pub const MAX_HEADERS: usize = 128;
 
 /// What a peer sent that is not HTTP/1.1 as we accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum WireError {
+pub enum WireError {
     /// The start line, a header line or a chunk line does not parse.
     #[error("malformed HTTP/1.1 message")]
     Malformed,
@@ -64,10 +66,21 @@ pub(crate) enum WireError {
     /// `Content-Length` is not one number.
     #[error("invalid Content-Length")]
     BadLength,
-    /// A transfer coding other than a final `chunked` in a request (RFC 9112 §6.1),
-    /// or both `Transfer-Encoding` and `Content-Length` in one.
-    #[error("unsupported or ambiguous request framing")]
+    /// Request framing that cannot be read one way only (RFC 9112 §6.1, §6.3):
+    /// `Transfer-Encoding` with `Content-Length`, in HTTP/1.0, with `chunked` not
+    /// last or listed twice, or with an empty list element.
+    #[error("ambiguous request framing")]
     BadFraming,
+    /// A transfer coding other than `chunked` (`gzip, chunked`, `identity`): the
+    /// proxy does not decode it, and dropping the label would corrupt the body.
+    #[error("unsupported transfer coding")]
+    UnsupportedCoding,
+    /// The request line is longer than a head may be (a target too long to read).
+    #[error("request target too long")]
+    TargetTooLong,
+    /// The request line names an HTTP major version other than 1.
+    #[error("HTTP version not supported")]
+    UnsupportedVersion,
     /// A body ended before its framing said it would (the peer closed, or the body
     /// was abandoned with its exchange).
     #[error("message body cut short")]
@@ -78,12 +91,12 @@ pub(crate) enum WireError {
 }
 
 /// Uninitialised slots for the fields of one head.
-pub(super) type FieldSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS];
+pub(crate) type FieldSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS];
 
 /// Where a field's name and value sit in a head, so both can be taken from the head
 /// once it has been split off the read buffer.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FieldSpan {
+pub(crate) struct FieldSpan {
     name: (u32, u32),
     value: (u32, u32),
 }
@@ -99,12 +112,12 @@ impl FieldSpan {
     }
 
     /// The field's name in `head`.
-    pub(super) fn name<'h>(&self, head: &'h [u8]) -> &'h [u8] {
+    pub(crate) fn name<'h>(&self, head: &'h [u8]) -> &'h [u8] {
         &head[Self::range(self.name)]
     }
 
     /// The field's value in `head`.
-    pub(super) fn value<'h>(&self, head: &'h [u8]) -> &'h [u8] {
+    pub(crate) fn value<'h>(&self, head: &'h [u8]) -> &'h [u8] {
         &head[Self::range(self.value)]
     }
 }
@@ -119,7 +132,7 @@ const INLINE_SPANS: usize = 16;
     clippy::large_enum_variant,
     reason = "a stack value that lives while one head is parsed; inline is the point"
 )]
-pub(super) enum FieldSpans {
+pub(crate) enum FieldSpans {
     Inline([FieldSpan; INLINE_SPANS], usize),
     Heap(Vec<FieldSpan>),
 }
@@ -136,7 +149,7 @@ impl std::ops::Deref for FieldSpans {
 }
 
 /// The spans of `fields`, parsed out of a buffer starting at `base`.
-pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> FieldSpans {
+pub(crate) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> FieldSpans {
     let base = base as usize;
     // Offsets fit in u32: a head larger than that is refused long before it parses.
     let span = |bytes: &[u8]| ((bytes.as_ptr() as usize - base) as u32, bytes.len() as u32);
@@ -158,7 +171,7 @@ pub(super) fn field_spans(fields: &[httparse::Header<'_>], base: *const u8) -> F
 /// may refuse the whole head). Values share `head`'s memory. The map has room for
 /// just these fields: the forwarding fields the proxy adds to a request are not
 /// kept in it (see [`FieldLines`]).
-pub(super) fn build_headers(
+pub(crate) fn build_headers(
     head: &Bytes,
     spans: &[FieldSpan],
     mut keep: impl FnMut(&[u8], &[u8]) -> Result<bool, WireError>,
@@ -179,11 +192,11 @@ pub(super) fn build_headers(
 
 /// The one length every `Content-Length` value of a message agrees on.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct ContentLength(Option<u64>);
+pub(crate) struct ContentLength(Option<u64>);
 
 impl ContentLength {
     /// Adds one field value (itself possibly a list of equal numbers).
-    pub(super) fn add(&mut self, value: &[u8]) -> Result<(), WireError> {
+    pub(crate) fn add(&mut self, value: &[u8]) -> Result<(), WireError> {
         // One number, the usual value, is taken without splitting it.
         if let Some(parsed) = decimal(value) {
             return self.agree(parsed);
@@ -203,7 +216,7 @@ impl ContentLength {
         Ok(())
     }
 
-    pub(super) fn get(self) -> Option<u64> {
+    pub(crate) fn get(self) -> Option<u64> {
         self.0
     }
 }
@@ -222,7 +235,7 @@ fn decimal(digits: &[u8]) -> Option<u64> {
 
 /// The fields the codec itself reads: framing and connection management.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CodecField {
+pub(crate) enum CodecField {
     ContentLength,
     TransferEncoding,
     Connection,
@@ -238,7 +251,7 @@ pub(super) enum CodecField {
 impl CodecField {
     /// What `name` is. Every field of every head goes through this, so the length
     /// picks the candidate before any bytes are compared.
-    pub(super) fn of(name: &[u8]) -> Self {
+    pub(crate) fn of(name: &[u8]) -> Self {
         let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
         match name.len() {
             2 if is(b"te") => Self::Te,
@@ -254,8 +267,54 @@ impl CodecField {
     }
 }
 
+/// What the `Transfer-Encoding` fields of a message list, all of them together
+/// (codings may be split over several fields; the list is their concatenation).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct TransferCodings {
+    present: bool,
+    chunked: u8,
+    chunked_last: bool,
+    other: bool,
+    empty_element: bool,
+}
+
+impl TransferCodings {
+    /// Adds one field value.
+    pub(crate) fn add(&mut self, value: &[u8]) {
+        self.present = true;
+        for item in value.split(|&b| b == b',') {
+            let coding = item.trim_ascii();
+            if coding.is_empty() {
+                self.empty_element = true;
+            } else if coding.eq_ignore_ascii_case(b"chunked") {
+                self.chunked = self.chunked.saturating_add(1);
+                self.chunked_last = true;
+            } else {
+                self.other = true;
+                self.chunked_last = false;
+            }
+        }
+    }
+
+    /// Whether the message had a `Transfer-Encoding` field at all.
+    pub(crate) fn present(&self) -> bool {
+        self.present
+    }
+
+    /// `Ok` when the list is exactly `chunked`, the only coding the proxy reads.
+    pub(crate) fn check(&self) -> Result<(), WireError> {
+        if self.empty_element || self.chunked > 1 || !self.chunked_last {
+            return Err(WireError::BadFraming);
+        }
+        if self.other {
+            return Err(WireError::UnsupportedCoding);
+        }
+        Ok(())
+    }
+}
+
 /// The comma-separated items of a field value, trimmed, empty ones skipped.
-pub(super) fn tokens(value: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
+pub(crate) fn tokens(value: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(<[u8]>::trim_ascii)
@@ -263,7 +322,7 @@ pub(super) fn tokens(value: &[u8]) -> impl DoubleEndedIterator<Item = &[u8]> {
 }
 
 /// Appends `value` in decimal.
-pub(super) fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -278,7 +337,7 @@ pub(super) fn push_decimal(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Appends one `name: value` line.
-pub(super) fn push_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+pub(crate) fn push_field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     out.extend_from_slice(name);
     out.extend_from_slice(b": ");
     out.extend_from_slice(value);

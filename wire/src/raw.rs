@@ -23,7 +23,7 @@ const MAX_RUNS: usize = 4;
 /// those of the hop and `Content-Length` (which the side writing the response sets
 /// from the body's framing), CRLFs included.
 #[derive(Debug, Clone)]
-pub(crate) struct RawFields {
+pub struct RawFields {
     head: Bytes,
     runs: [(u32, u32); MAX_RUNS],
     run_count: usize,
@@ -33,7 +33,7 @@ pub(crate) struct RawFields {
 }
 
 impl RawFields {
-    pub(super) fn new(head: Bytes, to_head: bool) -> Self {
+    pub(crate) fn new(head: Bytes, to_head: bool) -> Self {
         Self {
             head,
             runs: [(0, 0); MAX_RUNS],
@@ -44,7 +44,7 @@ impl RawFields {
     }
 
     /// Keeps the line of `span`; `false` when the head has too many runs.
-    pub(super) fn keep(&mut self, span: &FieldSpan, name: &[u8]) -> bool {
+    pub(crate) fn keep(&mut self, span: &FieldSpan, name: &[u8]) -> bool {
         let start = span.name.0;
         let value_end = (span.value.0 + span.value.1) as usize;
         let Some(newline) = self.head[value_end..].iter().position(|&b| b == b'\n') else {
@@ -74,20 +74,20 @@ impl RawFields {
     }
 
     /// The kept bytes, run by run.
-    pub(crate) fn runs(&self) -> impl Iterator<Item = &[u8]> {
+    pub fn runs(&self) -> impl Iterator<Item = &[u8]> {
         self.runs[..self.run_count]
             .iter()
             .map(|&(start, end)| &self.head[start as usize..end as usize])
     }
 
     /// Whether a `Date` is among the kept fields.
-    pub(crate) fn has_date(&self) -> bool {
+    pub fn has_date(&self) -> bool {
         self.has_date
     }
 
     /// The fields as a header map, as a parsed head would have had them
     /// (`Content-Length` included).
-    pub(crate) fn to_map(&self) -> HeaderMap {
+    pub fn to_map(&self) -> HeaderMap {
         let method = if self.to_head {
             Method::HEAD
         } else {
@@ -104,7 +104,7 @@ impl RawFields {
 
 /// A response body that may carry its response's fields as [`RawFields`]. A body
 /// that never does (a local answer, hyper's) keeps the defaults: none.
-pub(crate) trait CarriesRawFields {
+pub trait CarriesRawFields {
     /// The raw fields, if the response's fields are kept raw.
     fn raw_fields(&self) -> Option<&RawFields> {
         None
@@ -125,6 +125,9 @@ impl CarriesRawFields for Option<RawFields> {
     }
 }
 
+/// A buffered body (a local answer) has its fields in the header map.
+impl<D> CarriesRawFields for http_body_util::Full<D> {}
+
 impl<L: CarriesRawFields, R: CarriesRawFields> CarriesRawFields for Either<L, R> {
     fn raw_fields(&self) -> Option<&RawFields> {
         match self {
@@ -144,7 +147,7 @@ impl<L: CarriesRawFields, R: CarriesRawFields> CarriesRawFields for Either<L, R>
 /// The header map of `response` to read or change, the raw fields its body carries
 /// (if any) parsed into it first. Everything but the HTTP/1.1 writer reaches
 /// response fields through this.
-pub(crate) fn headers_mut<B: CarriesRawFields>(response: &mut Response<B>) -> &mut HeaderMap {
+pub fn headers_mut<B: CarriesRawFields>(response: &mut Response<B>) -> &mut HeaderMap {
     if let Some(raw) = response.body_mut().take_raw_fields() {
         let added = std::mem::take(response.headers_mut());
         let headers = response.headers_mut();
@@ -155,7 +158,7 @@ pub(crate) fn headers_mut<B: CarriesRawFields>(response: &mut Response<B>) -> &m
 }
 
 /// Whether a response to `method` with `status` has no body at all.
-pub(super) fn bodyless(method: &Method, status: StatusCode) -> bool {
+pub(crate) fn bodyless(method: &Method, status: StatusCode) -> bool {
     *method == Method::HEAD
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED

@@ -13,7 +13,7 @@ const CAPACITY: usize = 4;
 
 /// Field lines (`name: value` CRLF) that replace any fields of the same names.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FieldLines {
+pub struct FieldLines {
     bytes: Vec<u8>,
     /// Per line: where it starts, where its name ends, where it ends (CRLF
     /// excluded).
@@ -23,7 +23,7 @@ pub(crate) struct FieldLines {
 
 impl FieldLines {
     /// An empty set with room for `bytes` bytes of lines.
-    pub(crate) fn with_capacity(bytes: usize) -> Self {
+    pub fn with_capacity(bytes: usize) -> Self {
         Self {
             bytes: Vec::with_capacity(bytes),
             ..Self::default()
@@ -34,7 +34,7 @@ impl FieldLines {
     /// added) when the set is full, when the lines would pass 64 KiB, or when the
     /// value is not a valid field value (a control character other than tab, which
     /// could split the head).
-    pub(crate) fn push(&mut self, name: &HeaderName, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+    pub fn push(&mut self, name: &HeaderName, write: impl FnOnce(&mut Vec<u8>)) -> bool {
         if usize::from(self.count) == CAPACITY {
             return false;
         }
@@ -78,18 +78,18 @@ impl FieldLines {
     }
 
     /// Whether a line of this set replaces the fields called `name`.
-    pub(crate) fn replaces(&self, name: &HeaderName) -> bool {
+    pub fn replaces(&self, name: &HeaderName) -> bool {
         let name = name.as_str().as_bytes();
         self.lines().any(|(line_name, _)| line_name == name)
     }
 
     /// The lines as they go on the wire, CRLFs included.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
+    pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     /// Puts the fields into `headers`, each replacing the fields of its name.
-    pub(crate) fn insert_into(self, headers: &mut HeaderMap) {
+    pub fn insert_into(self, headers: &mut HeaderMap) {
         let lines = self.lines;
         let count = usize::from(self.count);
         let bytes = Bytes::from(self.bytes);

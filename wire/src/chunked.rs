@@ -10,7 +10,7 @@ use super::{MAX_HEAD, MAX_HEADERS, WireError, push_field};
 const MAX_CHUNK_LINE: usize = 4096;
 
 /// Appends the line that starts a chunk of `len` bytes.
-pub(crate) fn encode_chunk_start(out: &mut Vec<u8>, len: usize) {
+pub fn encode_chunk_start(out: &mut Vec<u8>, len: usize) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = (usize::BITS - len.leading_zeros()).div_ceil(4).max(1);
     for shift in (0..digits).rev() {
@@ -20,7 +20,7 @@ pub(crate) fn encode_chunk_start(out: &mut Vec<u8>, len: usize) {
 }
 
 /// Appends the last chunk and the trailer section.
-pub(crate) fn encode_last_chunk(out: &mut Vec<u8>, trailers: Option<&HeaderMap>) {
+pub fn encode_last_chunk(out: &mut Vec<u8>, trailers: Option<&HeaderMap>) {
     out.extend_from_slice(b"0\r\n");
     for (name, value) in trailers.into_iter().flatten() {
         push_field(out, name.as_str().as_bytes(), value.as_bytes());
@@ -30,7 +30,7 @@ pub(crate) fn encode_last_chunk(out: &mut Vec<u8>, trailers: Option<&HeaderMap>)
 
 /// One step of a chunked body.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Chunk {
+pub enum Chunk {
     /// Body bytes.
     Data(Bytes),
     /// The trailer section (only when it has fields); the body is over.
@@ -52,7 +52,7 @@ enum ChunkState {
 
 /// Decodes a chunked body from a buffer that fills as bytes arrive.
 #[derive(Debug)]
-pub(crate) struct ChunkedDecoder {
+pub struct ChunkedDecoder {
     state: ChunkState,
 }
 
@@ -66,7 +66,7 @@ impl Default for ChunkedDecoder {
 
 impl ChunkedDecoder {
     /// The next step, taking what it uses off the front of `buf`.
-    pub(crate) fn decode(&mut self, buf: &mut BytesMut) -> Result<Chunk, WireError> {
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Chunk, WireError> {
         loop {
             match self.state {
                 ChunkState::Done => return Ok(Chunk::End),
@@ -151,20 +151,35 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
 }
 
 /// The size of a chunk-size line (hex digits, then optional whitespace and
-/// extensions, which are ignored).
+/// extensions, which are ignored). Leading zeros are allowed in any number; more
+/// than 16 significant digits (a size past `u64`) and control bytes are not.
 fn chunk_size(line: &[u8]) -> Result<u64, WireError> {
     let digits = line
         .iter()
         .position(|b| !b.is_ascii_hexdigit())
         .unwrap_or(line.len());
-    let rest = &line[digits..];
+    let (number, rest) = line.split_at(digits);
+    let significant = number
+        .iter()
+        .position(|&b| b != b'0')
+        .map_or(&[][..], |at| &number[at..]);
     if digits == 0
-        || digits > 16
+        || significant.len() > 16
         || !(rest.is_empty() || matches!(rest[0], b';' | b' ' | b'\t'))
-        || rest.iter().any(|&b| b == b'\r' || b == b'\n')
+        || rest.iter().any(|&b| (b < b' ' && b != b'\t') || b == 0x7f)
     {
         return Err(WireError::Malformed);
     }
-    let text = std::str::from_utf8(&line[..digits]).map_err(|_| WireError::Malformed)?;
-    u64::from_str_radix(text, 16).map_err(|_| WireError::Malformed)
+    Ok(significant.iter().fold(0u64, |size, &digit| {
+        (size << 4) | u64::from(hex_value(digit))
+    }))
+}
+
+/// The value of one ASCII hex digit (the caller has checked that it is one).
+fn hex_value(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        b'a'..=b'f' => digit - b'a' + 10,
+        _ => digit - b'A' + 10,
+    }
 }

@@ -3,8 +3,9 @@ use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldLines, FieldsAs, ResponseFraming,
-    WireError, encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,
+    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldLines, FieldsAs, MAX_HEAD,
+    ResponseFraming, WireError, encode_chunk_start, encode_last_chunk, encode_request_head,
+    parse_request_head, parse_response_head,
 };
 
 fn parse(bytes: &[u8], method: &Method) -> Result<Option<super::ResponseHead>, WireError> {
@@ -179,20 +180,34 @@ fn framing_follows_rfc_9112() {
         framing(b"HTTP/1.1 200 OK\r\ncontent-length: 3, 3\r\n\r\n", &get),
         ResponseFraming::Length(3)
     );
-    assert_eq!(
-        framing(
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n",
-            &get
-        ),
-        ResponseFraming::Chunked
-    );
-    assert_eq!(
-        framing(
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, gzip\r\n\r\n",
-            &get
-        ),
-        ResponseFraming::UntilClose
-    );
+    // A coding the proxy does not decode would reach the client unlabelled once
+    // the hop's Transfer-Encoding is dropped: such a response is refused (502).
+    for coded in [
+        &b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, gzip\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: identity\r\ncontent-length: 3\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked, chunked\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntransfer-encoding: \r\n\r\n",
+    ] {
+        assert_eq!(
+            parse(coded, &get).unwrap_err(),
+            WireError::Malformed,
+            "{coded:?}"
+        );
+    }
+    // A 204 announces no length, whatever the backend wrote.
+    let no_content = parse(
+        b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\nx-a: b\r\n\r\n",
+        &get,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(raw_text(&no_content).unwrap(), "x-a: b\r\n");
+    let mut buf = BytesMut::from(&b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\n"[..]);
+    let mapped = parse_response_head(&mut buf, &get, FieldsAs::Map)
+        .unwrap()
+        .unwrap();
+    assert!(!mapped.response.headers().contains_key("content-length"));
     assert_eq!(
         framing(b"HTTP/1.1 200 OK\r\n\r\n", &get),
         ResponseFraming::UntilClose
@@ -379,7 +394,7 @@ fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
     let wire: &[u8] =
         b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Mon, 30 Nov 2026 00:00:00 GMT\r\n\
         Content-Type: text/html\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\
-        ETag: \"x\"\r\nTransfer-Encoding: identity\r\nX-Last:  spaced  \r\n\r\nabc";
+        ETag: \"x\"\r\nKeep-Alive: timeout=5\r\nX-Last:  spaced  \r\n\r\nabc";
     let head = parse(wire, &Method::GET).unwrap().unwrap();
     // Content-Length (the writer sets it from the framing) and the hop's fields are
     // left out; everything else is the received bytes, in order.
@@ -391,14 +406,13 @@ fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
     assert!(head.response.headers().is_empty());
     let raw = head.raw.as_ref().unwrap();
     assert!(raw.has_date());
-    // Parsed on demand, the map is what a parsed head has: Content-Length included,
-    // Transfer-Encoding (which then overrides it) taking it out again.
+    // Parsed on demand, the map is what a parsed head has: Content-Length included.
     let mut response = carried(&head);
     let headers = super::headers_mut(&mut response).clone();
     assert!(response.body().is_none(), "the raw fields were taken");
     assert_eq!(headers["server"], "nginx");
     assert_eq!(headers["x-last"], "spaced");
-    assert!(!headers.contains_key("content-length"));
+    assert_eq!(headers["content-length"], "3");
     assert!(!headers.contains_key("connection"));
 
     // Without a body, Content-Length describes the resource and is forwarded.
@@ -449,7 +463,7 @@ fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
 }
 
 fn parse_request(bytes: &[u8]) -> Result<Option<super::RequestHead>, WireError> {
-    super::parse_request_head(&mut BytesMut::from(bytes))
+    parse_request_head(&mut BytesMut::from(bytes))
 }
 
 #[test]
@@ -465,7 +479,7 @@ fn request_heads_carry_their_framing_and_keep_alive() {
     assert!(!head.expect_continue);
 
     let head = parse_request(
-        b"PUT / HTTP/1.1\r\ntransfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\
+        b"PUT / HTTP/1.1\r\ntransfer-encoding: Chunked\r\n\
           expect: 100-continue\r\nconnection: close\r\n\r\n",
     )
     .unwrap()
@@ -518,6 +532,44 @@ fn request_heads_wait_for_their_end_and_refuse_ambiguity() {
             b"POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n",
             WireError::BadFraming,
         ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: chunked, chunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: , chunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: xchunked\r\n\r\n",
+            WireError::BadFraming,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: gzip, chunked\r\n\r\n",
+            WireError::UnsupportedCoding,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: identity, chunked\r\n\r\n",
+            WireError::UnsupportedCoding,
+        ),
+        (
+            b"POST / HTTP/1.1\r\ntransfer-encoding: gzip\r\ntransfer-encoding: chunked\r\n\r\n",
+            WireError::UnsupportedCoding,
+        ),
+        (
+            b"GET / HTTP/2.0\r\nhost: a\r\n\r\n",
+            WireError::UnsupportedVersion,
+        ),
+        (
+            b"GET / HTTP/3.1\r\nhost: a\r\n\r\n",
+            WireError::UnsupportedVersion,
+        ),
+        (b"GET / HTTP/1.x\r\nhost: a\r\n\r\n", WireError::Malformed),
+        (b"GET / HTTP/1.12\r\nhost: a\r\n\r\n", WireError::Malformed),
     ] {
         assert_eq!(parse_request(bytes).unwrap_err(), error, "{bytes:?}");
     }
@@ -590,7 +642,7 @@ fn heads_with_more_fields_than_fit_inline_keep_every_field() {
 #[test]
 fn pipelined_heads_leave_the_next_request_in_the_buffer() {
     let mut buf = BytesMut::from(&b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"[..]);
-    let first = super::parse_request_head(&mut buf).unwrap().unwrap();
+    let first = parse_request_head(&mut buf).unwrap().unwrap();
     assert_eq!(first.request.uri(), "/1");
     assert_eq!(&buf[..], b"GET /2 HTTP/1.1\r\n\r\n");
 }
@@ -767,4 +819,74 @@ fn fields_wanted_in_a_map_are_parsed_into_it_at_once() {
         "hop fields are dropped"
     );
     assert!(mapped.keep_alive);
+}
+
+#[test]
+fn a_later_http_1_minor_is_read_as_http_1_1() {
+    let head = parse_request(b"GET /a HTTP/1.2\r\nhost: a\r\n\r\n")
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.request.version(), Version::HTTP_11);
+    assert_eq!(head.request.uri(), "/a");
+    assert!(head.keep_alive);
+    // The line may arrive in pieces: the rewritten digit stays in the buffer.
+    let mut buf = BytesMut::from(&b"GET / HTTP/1.9"[..]);
+    assert!(parse_request_head(&mut buf).unwrap().is_none());
+    buf.extend_from_slice(b"\r\nhost: a\r\n\r\n");
+    let head = parse_request_head(&mut buf).unwrap().unwrap();
+    assert_eq!(head.request.version(), Version::HTTP_11);
+}
+
+#[test]
+fn an_overlong_request_line_is_414_and_overlong_fields_431() {
+    let mut line = b"GET /".to_vec();
+    line.resize(MAX_HEAD + 10, b'a');
+    assert_eq!(parse_request(&line).unwrap_err(), WireError::TargetTooLong);
+    let mut fields = b"GET / HTTP/1.1\r\nx-big: ".to_vec();
+    fields.resize(MAX_HEAD + 10, b'a');
+    assert_eq!(parse_request(&fields).unwrap_err(), WireError::TooLarge);
+    assert!(super::error_response(WireError::TargetTooLong).starts_with(b"HTTP/1.1 414 "));
+    assert!(super::error_response(WireError::TooLarge).starts_with(b"HTTP/1.1 431 "));
+    assert!(super::error_response(WireError::UnsupportedCoding).starts_with(b"HTTP/1.1 501 "));
+    assert!(super::error_response(WireError::UnsupportedVersion).starts_with(b"HTTP/1.1 505 "));
+}
+
+#[test]
+fn chunk_sizes_take_leading_zeros_but_no_signs_prefixes_or_control_bytes() {
+    let decode = |body: &[u8]| {
+        let mut decoder = ChunkedDecoder::default();
+        let mut buf = BytesMut::from(body);
+        let mut data = Vec::new();
+        loop {
+            match decoder.decode(&mut buf)? {
+                Chunk::Data(bytes) => data.extend_from_slice(&bytes),
+                Chunk::End | Chunk::Trailers(_) => return Ok(data),
+                Chunk::Incomplete => return Err(WireError::Truncated),
+            }
+        }
+    };
+    assert_eq!(
+        decode(b"0000000000000000000005\r\nhello\r\n0\r\n\r\n").unwrap(),
+        b"hello"
+    );
+    assert_eq!(
+        decode(b"5;name=\"v\"\r\nhello\r\n00\r\n\r\n").unwrap(),
+        b"hello"
+    );
+    assert_eq!(decode(b"0000000000000000000\r\n\r\n").unwrap(), b"");
+    for refused in [
+        &b"+5\r\nhello\r\n0\r\n\r\n"[..],
+        b"-5\r\nhello\r\n0\r\n\r\n",
+        b"0x5\r\nhello\r\n0\r\n\r\n",
+        b"10000000000000000\r\n",
+        b"5;a\x00b\r\nhello\r\n0\r\n\r\n",
+        b"5\nhello\r\n0\r\n\r\n",
+        b"5\rx\r\nhello\r\n0\r\n\r\n",
+    ] {
+        assert_eq!(
+            decode(refused).unwrap_err(),
+            WireError::Malformed,
+            "{refused:?}"
+        );
+    }
 }

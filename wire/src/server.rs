@@ -17,29 +17,31 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    BodyFraming, CodecField, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, WireError,
-    build_headers, field_spans, push_decimal, push_field, tokens,
+    BodyFraming, CodecField, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, TransferCodings,
+    WireError, build_headers, field_spans, push_decimal, push_field, tokens,
 };
 
 /// A parsed request head.
 #[derive(Debug)]
-pub(crate) struct RequestHead {
-    pub(crate) request: Request<()>,
-    pub(crate) body: BodyFraming,
+pub struct RequestHead {
+    /// Method, target, version and fields.
+    pub request: Request<()>,
+    /// How the body is delimited.
+    pub body: BodyFraming,
     /// The client wants the connection kept after this exchange.
-    pub(crate) keep_alive: bool,
+    pub keep_alive: bool,
     /// The client waits for `100 Continue` before sending its body.
-    pub(crate) expect_continue: bool,
+    pub expect_continue: bool,
     /// The client takes trailers (`TE: trailers`).
-    pub(crate) trailers: bool,
+    pub trailers: bool,
     /// A `Connection` field names other fields: only then can the request ask for
     /// an upgrade (`Connection: upgrade`).
-    pub(crate) names_fields: bool,
+    pub names_fields: bool,
 }
 
 /// How a response body is framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResponseBodyFraming {
+pub enum ResponseBodyFraming {
     /// No body is written (`HEAD`, `1xx`, `204`, `304`); the fields stay as they are.
     None,
     /// `Content-Length: n`.
@@ -51,16 +53,22 @@ pub(crate) enum ResponseBodyFraming {
 }
 
 /// Takes one request head off the front of `buf`; `Ok(None)` until it is complete.
-pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, WireError> {
+pub fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, WireError> {
     let config = httparse::ParserConfig::default();
     let mut slots: FieldSlots<'_> = [const { MaybeUninit::uninit() }; MAX_HEADERS];
     let mut parsed = httparse::Request::new(&mut []);
     let len = match config.parse_request_with_uninit_headers(&mut parsed, buf, &mut slots) {
         Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
-        Ok(httparse::Status::Complete(_)) => return Err(WireError::TooLarge),
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(WireError::TooLarge),
+        Ok(httparse::Status::Complete(_)) => return Err(too_large(buf)),
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(too_large(buf)),
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(WireError::TooLarge),
+        Err(httparse::Error::Version) => {
+            // `HTTP/1.2` and later minors are HTTP/1.1 to us (RFC 9112 §2.3): the
+            // version digit is made `1` in place and the head parsed again.
+            minor_to_one(buf)?;
+            return parse_request_head(buf);
+        }
         Err(_) => return Err(WireError::Malformed),
     };
     let (Some(method), Some(target), Some(minor)) = (parsed.method, parsed.path, parsed.version)
@@ -100,13 +108,43 @@ pub(crate) fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHea
     }))
 }
 
+/// Why a head grew past [`MAX_HEAD`]: a request line that has not even ended is a
+/// target too long (414), else the fields are too large (431).
+fn too_large(buf: &[u8]) -> WireError {
+    let line_end = buf.iter().take(MAX_HEAD).position(|&b| b == b'\n');
+    if line_end.is_none() {
+        WireError::TargetTooLong
+    } else {
+        WireError::TooLarge
+    }
+}
+
+/// Rewrites the minor version of an `HTTP/1.x` request line (x > 1) to `1`; any
+/// other version httparse refused is not HTTP/1 (505) or not a version (400).
+fn minor_to_one(buf: &mut BytesMut) -> Result<(), WireError> {
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let line = &buf[..line_end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(at) = line.windows(6).rposition(|window| window == b" HTTP/") else {
+        return Err(WireError::Malformed);
+    };
+    match &line[at + 6..] {
+        [b'1', b'.', minor] if minor.is_ascii_digit() && *minor > b'1' => {
+            buf[at + 8] = b'1';
+            Ok(())
+        }
+        [major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+            Err(WireError::UnsupportedVersion)
+        }
+        _ => Err(WireError::Malformed),
+    }
+}
+
 /// What the fields of a request head say about its body and the connection.
 #[derive(Default)]
 struct RequestFacts {
     length: ContentLength,
-    transfer_encoding: bool,
-    /// The last transfer coding is `chunked`.
-    chunked: bool,
+    codings: TransferCodings,
     /// `Connection: close`.
     close: bool,
     /// `Connection: keep-alive` (what an HTTP/1.0 client must send to keep it).
@@ -126,13 +164,7 @@ impl RequestFacts {
     fn observe(&mut self, name: &[u8], value: &[u8]) -> Result<bool, WireError> {
         match CodecField::of(name) {
             CodecField::ContentLength => self.length.add(value)?,
-            CodecField::TransferEncoding => {
-                // Codings may span several fields; only the very last one decides.
-                self.transfer_encoding = true;
-                if let Some(last) = tokens(value).next_back() {
-                    self.chunked = last.eq_ignore_ascii_case(b"chunked");
-                }
-            }
+            CodecField::TransferEncoding => self.codings.add(value),
             CodecField::Connection => {
                 let mut names_fields = false;
                 for token in tokens(value) {
@@ -157,10 +189,11 @@ impl RequestFacts {
     }
 
     fn framing(&self, version: Version) -> Result<BodyFraming, WireError> {
-        if self.transfer_encoding {
-            if version != Version::HTTP_11 || self.length.get().is_some() || !self.chunked {
+        if self.codings.present() {
+            if version != Version::HTTP_11 || self.length.get().is_some() {
                 return Err(WireError::BadFraming);
             }
+            self.codings.check()?;
             return Ok(BodyFraming::Chunked);
         }
         Ok(match self.length.get() {
@@ -176,7 +209,7 @@ impl RequestFacts {
 /// written as they are (its `Connection` and `Upgrade` are the point); otherwise
 /// the response's own framing and connection fields are replaced. A `Date` is added
 /// when the response has none.
-pub(crate) fn encode_response_head(
+pub fn encode_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     fields: (Option<&RawFields>, &HeaderMap),
@@ -229,10 +262,19 @@ pub(crate) fn encode_response_head(
 
 /// The whole answer to a request head that could not be taken: the connection
 /// closes after it.
-pub(crate) fn error_response(error: WireError) -> &'static [u8] {
+pub fn error_response(error: WireError) -> &'static [u8] {
     match error {
         WireError::TooLarge => {
             b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        }
+        WireError::TargetTooLong => {
+            b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        }
+        WireError::UnsupportedCoding => {
+            b"HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        }
+        WireError::UnsupportedVersion => {
+            b"HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
         }
         _ => b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
     }

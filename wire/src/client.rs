@@ -11,12 +11,12 @@ use super::lines::FieldLines;
 use super::raw::{RawFields, bodyless};
 use super::{
     BodyFraming, CodecField, ContentLength, FieldSlots, FieldSpan, MAX_HEAD, MAX_HEADERS,
-    WireError, build_headers, field_spans, push_decimal, push_field, tokens,
+    TransferCodings, WireError, build_headers, field_spans, push_decimal, push_field, tokens,
 };
 
 /// How a response body ends (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResponseFraming {
+pub enum ResponseFraming {
     /// No body: a `HEAD` request, or a `1xx`, `204` or `304` answer.
     Empty,
     /// Exactly this many bytes.
@@ -29,20 +29,22 @@ pub(crate) enum ResponseFraming {
 
 /// A parsed response head.
 #[derive(Debug)]
-pub(crate) struct ResponseHead {
-    pub(crate) response: Response<()>,
-    pub(crate) framing: ResponseFraming,
+pub struct ResponseHead {
+    /// Status, version and (unless kept raw) the fields.
+    pub response: Response<()>,
+    /// How the body is delimited.
+    pub framing: ResponseFraming,
     /// The connection may carry another request once this body has been read.
-    pub(crate) keep_alive: bool,
+    pub keep_alive: bool,
     /// The fields that go on unchanged, kept raw (the response's header map is then
     /// empty); carried with the response's body to the side that writes it.
-    pub(crate) raw: Option<RawFields>,
+    pub raw: Option<RawFields>,
 }
 
 /// Appends the request head: request line, every header but the framing ones (which
 /// `framing` decides) and those `added` replaces, the lines of `added`, then the
 /// framing header.
-pub(crate) fn encode_request_head(
+pub fn encode_request_head(
     out: &mut Vec<u8>,
     method: &Method,
     target: &str,
@@ -78,7 +80,7 @@ pub(crate) fn encode_request_head(
 
 /// Where a parsed response head keeps the fields that go on unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FieldsAs {
+pub enum FieldsAs {
     /// As [`RawFields`] (in [`ResponseHead::raw`], the header map left empty) when
     /// they form a few runs of lines, as they nearly always do, else in the header
     /// map: for a response written out over HTTP/1.1 as it came.
@@ -92,7 +94,7 @@ pub(crate) enum FieldsAs {
 /// Takes one final response head off the front of `buf`, skipping interim `1xx`
 /// answers; `Ok(None)` until the head is complete. `fields` says where the fields
 /// that go on unchanged are kept.
-pub(crate) fn parse_response_head(
+pub fn parse_response_head(
     buf: &mut BytesMut,
     method: &Method,
     fields: FieldsAs,
@@ -136,7 +138,7 @@ pub(crate) fn parse_response_head(
         let headers = build_headers(&head, &spans, |name, value| {
             facts.observe(name, value).map(|dropped| !dropped)
         })?;
-        return Ok(Some(facts.finish(status, version, headers, method)));
+        return facts.finish(status, version, headers, method).map(Some);
     }
 }
 
@@ -156,7 +158,9 @@ fn raw_head(
     for span in spans {
         let name = span.name(head);
         let dropped = facts.observe(name, span.value(head))?;
-        let framing = has_body && name.eq_ignore_ascii_case(b"content-length");
+        // The length goes with the framing; a 204 carries none at all.
+        let framing = (has_body || status == StatusCode::NO_CONTENT)
+            && name.eq_ignore_ascii_case(b"content-length");
         if fits && !dropped && !framing {
             fits = raw.keep(span, name);
         }
@@ -164,7 +168,7 @@ fn raw_head(
     if !fits || !facts.named.is_empty() {
         return Ok(None);
     }
-    let mut head = facts.finish(status, version, HeaderMap::new(), method);
+    let mut head = facts.finish(status, version, HeaderMap::new(), method)?;
     head.raw = Some(raw);
     Ok(Some(head))
 }
@@ -176,9 +180,7 @@ fn raw_head(
 #[derive(Default)]
 struct ConnectionFacts {
     length: ContentLength,
-    transfer_encoding: bool,
-    /// The last transfer coding is `chunked`.
-    chunked: bool,
+    codings: TransferCodings,
     /// `Connection: close`.
     close: bool,
     /// Other fields `Connection` names (rare), dropped once the head is built.
@@ -194,10 +196,7 @@ impl ConnectionFacts {
                 Ok(false)
             }
             CodecField::TransferEncoding => {
-                self.transfer_encoding = true;
-                self.chunked = tokens(value)
-                    .next_back()
-                    .is_some_and(|coding| coding.eq_ignore_ascii_case(b"chunked"));
+                self.codings.add(value);
                 Ok(true)
             }
             CodecField::Connection => {
@@ -221,27 +220,29 @@ impl ConnectionFacts {
     }
 
     /// The head, with its framing (RFC 9112 §6.3) and whether the connection may be
-    /// reused after it.
+    /// reused after it. A transfer coding other than `chunked` is refused: the
+    /// proxy would forward coded bytes with the label that says so dropped.
     fn finish(
         self,
         status: StatusCode,
         version: Version,
         mut headers: HeaderMap,
         method: &Method,
-    ) -> ResponseHead {
+    ) -> Result<ResponseHead, WireError> {
         for name in &self.named {
             headers.remove(name.as_str());
         }
+        if status == StatusCode::NO_CONTENT {
+            // A 204 has no body, so no length to announce (RFC 9110 §8.6).
+            headers.remove(header::CONTENT_LENGTH);
+        }
         let framing = if bodyless(method, status) {
             ResponseFraming::Empty
-        } else if self.transfer_encoding {
+        } else if self.codings.present() {
+            self.codings.check().map_err(|_| WireError::Malformed)?;
             // Transfer-Encoding overrides Content-Length, which must then go.
             headers.remove(header::CONTENT_LENGTH);
-            if self.chunked {
-                ResponseFraming::Chunked
-            } else {
-                ResponseFraming::UntilClose
-            }
+            ResponseFraming::Chunked
         } else if let Some(length) = self.length.get() {
             ResponseFraming::Length(length)
         } else {
@@ -249,7 +250,7 @@ impl ConnectionFacts {
         };
         // Both framings at once is a message to treat as an error (RFC 9112 §6.3):
         // read it by Transfer-Encoding, but never trust the connection afterwards.
-        let ambiguous = self.transfer_encoding && self.length.get().is_some();
+        let ambiguous = self.codings.present() && self.length.get().is_some();
         let keep_alive = version == Version::HTTP_11
             && framing != ResponseFraming::UntilClose
             && !self.close
@@ -258,11 +259,11 @@ impl ConnectionFacts {
         *response.status_mut() = status;
         *response.version_mut() = version;
         *response.headers_mut() = headers;
-        ResponseHead {
+        Ok(ResponseHead {
             response,
             framing,
             keep_alive,
             raw: None,
-        }
+        })
     }
 }

@@ -25,13 +25,13 @@ enum State {
 
 /// Decodes one message body, step by step.
 #[derive(Debug)]
-pub(crate) struct BodyDecoder {
+pub struct BodyDecoder {
     state: State,
 }
 
 impl BodyDecoder {
     /// The body a request head announced.
-    pub(crate) fn request(framing: BodyFraming) -> Self {
+    pub fn request(framing: BodyFraming) -> Self {
         Self::with_state(match framing {
             BodyFraming::Empty | BodyFraming::Length(0) => State::Done,
             BodyFraming::Length(length) => State::Length(length),
@@ -40,7 +40,7 @@ impl BodyDecoder {
     }
 
     /// The body a response head announced.
-    pub(crate) fn response(framing: ResponseFraming) -> Self {
+    pub fn response(framing: ResponseFraming) -> Self {
         Self::with_state(match framing {
             ResponseFraming::Empty | ResponseFraming::Length(0) => State::Done,
             ResponseFraming::Length(length) => State::Length(length),
@@ -50,7 +50,7 @@ impl BodyDecoder {
     }
 
     /// A body that may no longer be read (its exchange is over).
-    pub(crate) fn abandoned() -> Self {
+    pub fn abandoned() -> Self {
         Self::with_state(State::Failed(WireError::Truncated))
     }
 
@@ -60,7 +60,7 @@ impl BodyDecoder {
 
     /// The next step, taking the bytes it uses off the front of `buf`. Data is never
     /// empty; an error leaves the decoder failed.
-    pub(crate) fn decode(&mut self, buf: &mut BytesMut) -> Result<Chunk, WireError> {
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Chunk, WireError> {
         let step = match &mut self.state {
             State::Done => Ok(Chunk::End),
             State::Failed(error) => Err(*error),
@@ -86,7 +86,7 @@ impl BodyDecoder {
 
     /// The peer closed its side: the end of a body read until close, else a body cut
     /// short (the decoder is then failed).
-    pub(crate) fn end_of_input(&mut self) -> Result<(), WireError> {
+    pub fn end_of_input(&mut self) -> Result<(), WireError> {
         match self.state {
             State::UntilClose | State::Done => {
                 self.state = State::Done;
@@ -101,17 +101,17 @@ impl BodyDecoder {
     }
 
     /// Read to its end.
-    pub(crate) fn is_done(&self) -> bool {
+    pub fn is_done(&self) -> bool {
         matches!(self.state, State::Done)
     }
 
     /// Failed: malformed, cut off, or abandoned.
-    pub(crate) fn is_failed(&self) -> bool {
+    pub fn is_failed(&self) -> bool {
         matches!(self.state, State::Failed(_))
     }
 
     /// Bytes still to come, when the framing tells.
-    pub(crate) fn remaining(&self) -> Option<u64> {
+    pub fn remaining(&self) -> Option<u64> {
         match self.state {
             State::Length(remaining) => Some(remaining),
             State::Done => Some(0),

@@ -1,0 +1,26 @@
+//! What a client may cost the proxy before it is refused or cut off. Every limit
+//! has a default an operator can change; the defaults follow nginx's.
+
+use std::time::Duration;
+
+/// Limits on client connections, the same for every listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientLimits {
+    /// How long a client may take to send a request head, idle keep-alive time
+    /// before it included (nginx's `client_header_timeout`). A client that sent
+    /// part of a head by then is answered `408`; an idle one is closed.
+    pub header_read_timeout: Duration,
+}
+
+impl ClientLimits {
+    /// The default [`ClientLimits::header_read_timeout`]: 30 s.
+    pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Self::HEADER_READ_TIMEOUT,
+        }
+    }
+}
