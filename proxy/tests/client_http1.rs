@@ -396,6 +396,7 @@ async fn a_slow_head_gets_408_and_an_idle_connection_just_closes() {
         let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
         let limits = ClientLimits {
             header_read_timeout: Duration::from_secs(1),
+            ..ClientLimits::default()
         };
         let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
             .with_workers(NonZeroUsize::MIN)

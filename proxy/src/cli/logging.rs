@@ -2,7 +2,8 @@
 //! connector, the Kubernetes source, kube-rs) goes to stderr, as human-readable
 //! lines on a terminal and as one JSON object per line otherwise (a container's
 //! log). The level comes from `--log-level`, else `RUST_LOG`, else [`DEFAULT`].
-//! Request access logs are separate (stdout, `access_log`).
+//! Request access logs are separate (stdout, `access_log`). Panics are logged here
+//! too, as errors (`culvert_proxy::install_panic_hook`).
 
 use std::io::IsTerminal as _;
 
@@ -33,5 +34,7 @@ pub(crate) fn install(level: Option<&str>) -> anyhow::Result<()> {
     } else {
         builder.json().try_init()
     };
-    installed.map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))
+    installed.map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))?;
+    culvert_proxy::install_panic_hook();
+    Ok(())
 }

@@ -129,6 +129,10 @@ pub(crate) struct ServeArgs {
     /// included (nginx's `client_header_timeout`); a partial head then gets 408.
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
     header_read_timeout: Duration,
+    /// Client connections one worker holds open at most (nginx's
+    /// `worker_connections`); past it new connections are closed at once.
+    #[arg(long, default_value_t = ClientLimits::MAX_CONNECTIONS_PER_WORKER)]
+    max_connections_per_worker: usize,
 }
 
 /// A duration flag: `30s`, `500ms`, `1m`.
@@ -142,6 +146,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         .with_trusted_hops(args.trusted_hops)
         .with_client_limits(ClientLimits {
             header_read_timeout: args.header_read_timeout,
+            max_connections_per_worker: args.max_connections_per_worker,
         })
         .with_pinned_workers(!args.no_pin)
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));

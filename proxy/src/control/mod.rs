@@ -9,7 +9,7 @@
 //!   one leaves the current snapshot serving. The answer waits (bounded) until every
 //!   worker has reconciled its listeners for the new snapshot.
 //! - `GET /config`: `{"version", "hash", "ready"}`.
-//! - `GET /healthz`: 200. `GET /readyz`: 200 once a config is serving, the plane is
+//! - `GET /healthz`: 200, or 503 once a worker has stopped after a panic. `GET /readyz`: 200 once a config is serving, the plane is
 //!   not draining and (with a tunnel) at least one tunnel connection is registered,
 //!   else 503.
 //! - `POST /drain`: starts draining (202); see `Server::start_drain`.
@@ -192,11 +192,21 @@ where
 }
 
 impl Control {
+    /// Workers whose thread has ended (after a panic: they stop only with the
+    /// whole plane otherwise): their end of the scrape channel is gone.
+    fn stopped_workers(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|link| link.scrape.is_closed())
+            .count()
+    }
+
     async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let path = request.uri().path();
         match (request.method(), path) {
             (&Method::GET, "/healthz") => {
-                json(StatusCode::OK, &serde_json::json!({"status": "ok"}))
+                let (status, body) = health(self.stopped_workers());
+                json(status, &body)
             }
             (&Method::GET, "/readyz") => {
                 let tunnel_up = self.tunnel.as_ref().is_none_or(|t| t.registered() > 0);
@@ -311,6 +321,8 @@ impl Control {
             }
         }
         let tunnel = self.tunnel.as_ref().map(tunnel_states).unwrap_or_default();
+        self.stats
+            .set_workers(self.workers.len() - self.stopped_workers());
         let text = metrics::encode(&self.stats, &merged, &tunnel);
         let mut response = Response::new(Full::new(Bytes::from(text)));
         response.headers_mut().insert(
@@ -518,6 +530,18 @@ fn too_large() -> Response<Full<Bytes>> {
     error(
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("config larger than {MAX_CONFIG_BYTES} bytes"),
+    )
+}
+
+/// `/healthz`: 200 while every worker runs; 503 once one has stopped (a worker
+/// is not restarted in place, so the process should be).
+fn health(stopped_workers: usize) -> (StatusCode, serde_json::Value) {
+    if stopped_workers == 0 {
+        return (StatusCode::OK, serde_json::json!({"status": "ok"}));
+    }
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        serde_json::json!({"status": "degraded", "stoppedWorkers": stopped_workers}),
     )
 }
 

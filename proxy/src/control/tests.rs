@@ -35,3 +35,11 @@ fn exposed_control_needs_a_token_and_tls() {
     assert!(check_exposure(public, None, false, true).is_ok());
     assert!(check_exposure(loopback, None, false, false).is_ok());
 }
+
+#[test]
+fn health_is_ok_until_a_worker_stops() {
+    assert_eq!(health(0).0, StatusCode::OK);
+    let (status, body) = health(1);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["stoppedWorkers"], 1);
+}

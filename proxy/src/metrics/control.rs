@@ -24,6 +24,7 @@ pub(super) struct ControlValues {
     pub(super) config_swaps: u64,
     pub(super) config_rejected: u64,
     pub(super) workers: u64,
+    pub(super) panics: u64,
 }
 
 impl ControlStats {
@@ -57,6 +58,7 @@ impl ControlStats {
             config_swaps: self.config_swaps.load(Ordering::Relaxed),
             config_rejected: self.config_rejected.load(Ordering::Relaxed),
             workers: self.workers.load(Ordering::Relaxed),
+            panics: crate::panics::count(),
         }
     }
 }

@@ -20,7 +20,9 @@ use super::snapshot::RouteSnapshot;
 
 /// Reads one counter of a route.
 type RouteCounter = fn(&RouteSnapshot) -> u64;
-use super::{BackendFailure, ControlStats, DURATION_BOUNDS_NANOS, STATUS_CLASSES, StatsSnapshot};
+use super::{
+    BackendFailure, ControlStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot,
+};
 
 /// The `Content-Type` to serve [`encode`]'s output with:
 /// `text/plain; version=0.0.4; charset=utf-8`.
@@ -194,6 +196,18 @@ impl Collector for Exposition {
                 .encode_counter::<NoLabelSet, _, u64>(&counts.total, None)?;
         }
 
+        let mut family = encoder.encode_descriptor(
+            "culvert_refused",
+            "Clients refused or cut off by a limit or a protocol rule, by reason",
+            None,
+            MetricType::Counter,
+        )?;
+        for (reason, count) in Refusal::ALL.iter().zip(&stats.refusals) {
+            family
+                .encode_family(&[("reason", reason.as_str())])?
+                .encode_counter::<NoLabelSet, _, u64>(count, None)?;
+        }
+
         let control = &self.control;
         encoder
             .encode_descriptor(
@@ -227,6 +241,14 @@ impl Collector for Exposition {
                 MetricType::Gauge,
             )?
             .encode_gauge(&control.workers)?;
+        encoder
+            .encode_descriptor(
+                "culvert_panics",
+                "Panics anywhere in the process (each one a bug; see the error log)",
+                None,
+                MetricType::Counter,
+            )?
+            .encode_counter::<NoLabelSet, _, u64>(&control.panics, None)?;
         Ok(())
     }
 }

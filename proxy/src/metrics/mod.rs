@@ -44,6 +44,7 @@ use http::StatusCode;
 pub(crate) use control::ControlStats;
 pub(crate) use encode::{CONTENT_TYPE, encode};
 pub(crate) use snapshot::StatsSnapshot;
+
 pub(crate) use worker::{InFlight, OpenConnection, RouteStats, WorkerStats};
 
 /// Most distinct route names one worker keeps series for; later names are counted
@@ -80,6 +81,61 @@ pub(crate) const DURATION_BOUNDS_NANOS: [u64; 15] = [
 
 /// Buckets kept per histogram: one per bound plus the `+Inf` overflow bucket.
 const DURATION_BUCKETS: usize = DURATION_BOUNDS_NANOS.len() + 1;
+
+/// Why a client (a connection, a request head or body) was refused or cut off by
+/// a limit or a protocol rule; the `reason` label of `culvert_refused_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Refusal {
+    /// A request head that does not parse, or with ambiguous framing or host: 400.
+    Malformed,
+    /// A transfer coding or HTTP version not implemented: 501, 505.
+    Unsupported,
+    /// A request line or head over the size or field-count limit: 414, 431.
+    TooLarge,
+    /// Part of a head, and no more of it by the header read timeout: 408.
+    HeaderTimeout,
+    /// A request body that was malformed or cut short while it was forwarded: 400.
+    Body,
+    /// A connection closed on accept: the worker holds its connection limit.
+    ConnectionLimit,
+    /// An HTTP/2 connection ended for abuse (`ENHANCE_YOUR_CALM`: rapid reset,
+    /// CONTINUATION or small-frame floods).
+    Http2Abuse,
+    /// An HTTP/2 connection ended for another protocol error of the client's.
+    Http2Protocol,
+}
+
+impl Refusal {
+    /// Every reason, in label order.
+    pub(crate) const ALL: [Self; 8] = [
+        Self::Malformed,
+        Self::Unsupported,
+        Self::TooLarge,
+        Self::HeaderTimeout,
+        Self::Body,
+        Self::ConnectionLimit,
+        Self::Http2Abuse,
+        Self::Http2Protocol,
+    ];
+
+    /// The `reason` label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed",
+            Self::Unsupported => "unsupported",
+            Self::TooLarge => "too_large",
+            Self::HeaderTimeout => "header_timeout",
+            Self::Body => "body",
+            Self::ConnectionLimit => "connection_limit",
+            Self::Http2Abuse => "http2_abuse",
+            Self::Http2Protocol => "http2_protocol",
+        }
+    }
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
 
 /// Why a request was answered without a usable upstream response; the `reason`
 /// label of `culvert_backend_errors_total`.

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{BackendFailure, DURATION_BUCKETS, STATUS_CLASSES};
+use super::{BackendFailure, DURATION_BUCKETS, Refusal, STATUS_CLASSES};
 
 /// Every counter of one worker (from [`WorkerStats::snapshot`]) or the sum of several
 /// (after [`merge`](Self::merge)). Gauges add up too: the merged
@@ -20,6 +20,8 @@ pub(crate) struct StatsSnapshot {
     pub(super) in_flight: u64,
     pub(super) routes: BTreeMap<String, RouteSnapshot>,
     pub(super) listeners: BTreeMap<String, ListenerSnapshot>,
+    /// Refusals indexed like `Refusal::ALL`.
+    pub(super) refusals: [u64; Refusal::ALL.len()],
 }
 
 impl StatsSnapshot {
@@ -46,6 +48,7 @@ impl StatsSnapshot {
             mine.open = mine.open.saturating_add(listener.open);
             mine.total = mine.total.saturating_add(listener.total);
         }
+        add_each(&mut self.refusals, &other.refusals);
     }
 
     /// Requests in flight when the snapshot was taken (summed over merged workers).

@@ -39,6 +39,9 @@ fn assert_no_line_with(text: &str, fragment: &str) {
 fn two_workers_merge_into_one_exposition() {
     let a = WorkerStats::new();
     let b = WorkerStats::new();
+    a.refused(Refusal::Malformed);
+    b.refused(Refusal::Malformed);
+    b.refused(Refusal::Http2Abuse);
 
     let web = a.route(Some("default/web"));
     web.record_response(StatusCode::OK, ms(3));
@@ -155,6 +158,16 @@ culvert_open_connections{listener=\"tunnel\"} 0
 # TYPE culvert_connections_total counter
 culvert_connections_total{listener=\"0.0.0.0:8080\"} 3
 culvert_connections_total{listener=\"tunnel\"} 1
+# HELP culvert_refused_total Clients refused or cut off by a limit or a protocol rule, by reason
+# TYPE culvert_refused_total counter
+culvert_refused_total{reason=\"malformed\"} 2
+culvert_refused_total{reason=\"unsupported\"} 0
+culvert_refused_total{reason=\"too_large\"} 0
+culvert_refused_total{reason=\"header_timeout\"} 0
+culvert_refused_total{reason=\"body\"} 0
+culvert_refused_total{reason=\"connection_limit\"} 0
+culvert_refused_total{reason=\"http2_abuse\"} 1
+culvert_refused_total{reason=\"http2_protocol\"} 0
 # HELP culvert_config_version Version of the config being served, 0 before the first one
 # TYPE culvert_config_version gauge
 culvert_config_version 4
@@ -168,7 +181,25 @@ culvert_config_rejected_total 1
 # TYPE culvert_workers gauge
 culvert_workers 2
 ";
+    // The panic counter is the process's (another test of this binary may panic on
+    // purpose), so only its shape is fixed.
+    let (text, panics) = text.split_at(text.find("# HELP culvert_panics_total").unwrap());
     assert_eq!(text, expected);
+    let mut lines = panics.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "# HELP culvert_panics_total Panics anywhere in the process (each one a bug; see the error log)"
+        )
+    );
+    assert_eq!(lines.next(), Some("# TYPE culvert_panics_total counter"));
+    let count = lines
+        .next()
+        .unwrap()
+        .strip_prefix("culvert_panics_total ")
+        .unwrap();
+    assert!(count.parse::<u64>().is_ok(), "{count}");
+    assert_eq!(lines.next(), None);
     drop((kept_a, kept_b));
 }
 

@@ -20,7 +20,7 @@ use crate::fast_map::FastMap;
 use super::snapshot::{HistogramSnapshot, ListenerSnapshot, RouteSnapshot, StatsSnapshot};
 use super::{
     BackendFailure, DURATION_BOUNDS_NANOS, DURATION_BUCKETS, MAX_LISTENER_KEYS, MAX_ROUTE_KEYS,
-    NO_ROUTE, OVERFLOW, STATUS_CLASSES, status_class_index,
+    NO_ROUTE, OVERFLOW, Refusal, STATUS_CLASSES, status_class_index,
 };
 
 /// The stats of one worker thread. Create one per worker, keep it next to the
@@ -41,6 +41,8 @@ pub(crate) struct WorkerStats {
     listener_keys: Cell<usize>,
     max_routes: usize,
     max_listeners: usize,
+    /// Refusals by reason, indexed like `Refusal::ALL`.
+    refusals: [Cell<u64>; Refusal::ALL.len()],
 }
 
 impl Default for WorkerStats {
@@ -67,7 +69,14 @@ impl WorkerStats {
             listener_keys: Cell::new(0),
             max_routes,
             max_listeners,
+            refusals: Default::default(),
         }
+    }
+
+    /// Counts one refusal (`culvert_refused_total{reason}`).
+    pub(crate) fn refused(&self, reason: Refusal) {
+        let cell = &self.refusals[reason.index()];
+        cell.set(cell.get().saturating_add(1));
     }
 
     /// Counts one request in flight until the returned guard is dropped. Keep the
@@ -129,6 +138,7 @@ impl WorkerStats {
             in_flight: self.in_flight.get(),
             routes,
             listeners,
+            refusals: self.refusals.each_ref().map(Cell::get),
         }
     }
 }

@@ -32,7 +32,7 @@ use super::h2c;
 use super::headers::IpText;
 use super::http1;
 use super::sniff::{self, HttpVersion, Prefixed};
-use crate::metrics::OpenConnection;
+use crate::metrics::{OpenConnection, Refusal};
 
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -252,6 +252,7 @@ async fn serve_http2<I>(
 {
     // HTTP/2 moves each request future into a task of its own: boxed, a pointer is
     // moved instead of the whole future.
+    let stats_worker = Rc::clone(&worker);
     let service = service_fn(move |request| {
         let worker = Rc::clone(&worker);
         let info = Rc::clone(&info);
@@ -261,23 +262,44 @@ async fn serve_http2<I>(
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .serve_connection(TokioIo::new(io), service);
-    until_closed(pin!(connection), &mut drain, |connection| {
+    let ended = until_closed(pin!(connection), &mut drain, |connection| {
         connection.graceful_shutdown();
     })
     .await;
+    if let Err(error) = ended {
+        if let Some(refusal) = http2_refusal(&error) {
+            stats_worker.stats().refused(refusal);
+        }
+    }
 }
 
-/// Drives `connection` until it ends; when the worker starts draining, asks it to
-/// shut down gracefully and lets it finish what is in flight.
+/// How an HTTP/2 connection that ended in `error` is counted: `None` unless this
+/// side ended it for something the client did (a client going away, or closing
+/// with an error of its own, is no refusal).
+fn http2_refusal(error: &hyper::Error) -> Option<Refusal> {
+    let h2 = std::error::Error::source(error)?.downcast_ref::<h2::Error>()?;
+    if h2.is_remote() || h2.is_io() {
+        return None;
+    }
+    match h2.reason()? {
+        h2::Reason::ENHANCE_YOUR_CALM => Some(Refusal::Http2Abuse),
+        h2::Reason::NO_ERROR | h2::Reason::CANCEL => None,
+        _ => Some(Refusal::Http2Protocol),
+    }
+}
+
+/// Drives `connection` until it ends, and returns how it ended; when the worker
+/// starts draining, asks it to shut down gracefully and lets it finish what is in
+/// flight.
 async fn until_closed<C: Future>(
     mut connection: Pin<&mut C>,
     drain: &mut DrainWatch<'_>,
     shutdown: impl FnOnce(Pin<&mut C>),
-) {
+) -> C::Output {
     tokio::select! {
-        _ = connection.as_mut() => return,
+        ended = connection.as_mut() => return ended,
         () = drain.drained() => {}
     }
     shutdown(connection.as_mut());
-    let _ = connection.await;
+    connection.await
 }

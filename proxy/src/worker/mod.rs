@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 
 use crate::ClientLimits;
 use crate::access_log::AccessLog;
-use crate::metrics::StatsSnapshot;
+use crate::metrics::{Refusal, StatsSnapshot};
 use crate::{Error, SnapshotCell};
 use culvert_connector::io::{Tunnel, TunnelHandler};
 pub(crate) use headers::Forwarding;
@@ -91,7 +91,18 @@ pub(crate) fn spawn(
     let name = format!("culvert-worker-{index}");
     std::thread::Builder::new()
         .name(name.clone())
-        .spawn(move || run(index, cell, channels, &ready))
+        .spawn(move || {
+            // A panic in the worker's own loop (connection tasks are caught by the
+            // runtime) ends this thread; its listeners close and the others serve.
+            let run = std::panic::AssertUnwindSafe(|| run(index, cell, channels, &ready));
+            if std::panic::catch_unwind(run).is_err() {
+                tracing::error!(
+                    worker = index,
+                    "worker stopped after a panic: its listeners are closed, the other \
+                     workers serve, and /healthz answers 503 until the process restarts"
+                );
+            }
+        })
         .map_err(|source| Error::Thread { name, source })
 }
 
@@ -275,6 +286,12 @@ async fn accept_loop(
             biased;
             _ = &mut stop => break,
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if worker.open_connections() >= worker.limits().max_connections_per_worker => {
+                    // Full: closed at once, so the client retries elsewhere instead
+                    // of waiting in this worker's queue.
+                    worker.stats().refused(Refusal::ConnectionLimit);
+                    drop(stream);
+                }
                 Ok((stream, peer)) => {
                     let worker = Rc::clone(&worker);
                     let open = stats.connection_opened();

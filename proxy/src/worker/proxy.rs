@@ -53,7 +53,7 @@ use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::ClientLimits;
 use crate::access_log::AccessLog;
-use crate::metrics::{BackendFailure, WorkerStats};
+use crate::metrics::{BackendFailure, Refusal, WorkerStats};
 use crate::tls::listener_for;
 use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
@@ -169,6 +169,11 @@ impl Worker {
     }
 
     /// Counts a new client connection until the guard drops.
+    /// Client connections open on this worker.
+    pub(crate) fn open_connections(&self) -> usize {
+        self.connections.get()
+    }
+
     pub(crate) fn open_connection(self: &Rc<Self>) -> ConnectionGuard {
         self.connections.set(self.connections.get() + 1);
         ConnectionGuard(Rc::clone(self))
@@ -370,6 +375,7 @@ impl Worker {
         };
         let (parts, body) = request.into_parts();
         let Some(routing_host) = request_host(&parts.headers, &parts.uri, parts.version) else {
+            self.stats().refused(Refusal::Malformed);
             return Err(local_answer(StatusCode::BAD_REQUEST));
         };
         record.host = routing_host.clone();
@@ -646,6 +652,7 @@ impl Worker {
             // malformed chunk, a body cut short) is the client's error: 400, never
             // retried, and not counted against the backend.
             if outcome.is_err() && record.request_body.failed() {
+                self.stats().refused(Refusal::Body);
                 return local_answer(StatusCode::BAD_REQUEST);
             }
             let retryable = match &outcome {

@@ -40,6 +40,7 @@ use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
 use super::sniff::Prefixed;
+use crate::metrics::Refusal;
 use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
 };
@@ -125,6 +126,7 @@ pub(super) async fn serve(
                     // Part of a head came and the rest did not: say so. A connection
                     // idle between requests just closes.
                     if conn.borrow().has_unparsed_bytes() {
+                        worker.stats().refused(Refusal::HeaderTimeout);
                         let _ = write_last(&conn, &mut REQUEST_TIMEOUT.to_vec()).await;
                     }
                     return None;
@@ -153,10 +155,20 @@ pub(super) async fn serve(
     };
     // Out of the loop, so what a request left behind is not kept while closing.
     if let Some(error) = refused {
+        worker.stats().refused(refusal(error));
         let _ = write_last(&conn, &mut error_response(error).to_vec()).await;
     }
     close(&conn, deadline).await;
     None
+}
+
+/// How a refused request head is counted.
+fn refusal(error: WireError) -> Refusal {
+    match error {
+        WireError::TooLarge | WireError::TargetTooLong => Refusal::TooLarge,
+        WireError::UnsupportedCoding | WireError::UnsupportedVersion => Refusal::Unsupported,
+        _ => Refusal::Malformed,
+    }
 }
 
 /// Writes the `101` that switches to h2c and hands the connection over.

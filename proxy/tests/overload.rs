@@ -1,0 +1,327 @@
+//! Overload and abuse: each test runs one attack against a real data plane on
+//! loopback, written as raw bytes (HTTP/2 frames built by hand where a client
+//! library would refuse to misbehave), and checks three things: the limit holds
+//! (the attacker is refused or cut off), other traffic is served meanwhile, and the
+//! refusal is counted in `/metrics` (`culvert_refused_total{reason}`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_proxy::{ClientLimits, ServeConfig, Server};
+use http::StatusCode;
+use support::{get, proxy_with};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
+const CONTINUATION: u8 = 0x9;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const CANCEL: u32 = 0x8;
+const REFUSED_STREAM: u32 = 0x7;
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+/// One HTTP/2 frame.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap();
+    let mut out = len.to_be_bytes()[1..].to_vec();
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The client preface and an empty SETTINGS frame.
+fn preface() -> Vec<u8> {
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out
+}
+
+/// An HPACK block for `GET http://echo.example/` (static-table indices, the
+/// authority as a literal without indexing).
+fn get_block() -> Vec<u8> {
+    let mut block = vec![0x82, 0x86, 0x84, 0x01, 12];
+    block.extend_from_slice(b"echo.example");
+    block
+}
+
+/// What the server sent on a raw HTTP/2 connection, frame by frame.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Streams the server answered with a HEADERS frame.
+    answered: Vec<u32>,
+    /// RST_STREAM frames: (stream, error code).
+    resets: Vec<(u32, u32)>,
+    /// The GOAWAY error code, if one came.
+    goaway: Option<u32>,
+    /// The server closed the connection.
+    closed: bool,
+}
+
+/// Reads frames until the server closes, sends GOAWAY, or `wait` passes.
+async fn read_frames(stream: &mut TcpStream, wait: Duration) -> Seen {
+    let mut seen = Seen::default();
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(wait, async {
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            while buf.len() >= 9 {
+                let len =
+                    usize::from(buf[0]) << 16 | usize::from(buf[1]) << 8 | usize::from(buf[2]);
+                if buf.len() < 9 + len {
+                    break;
+                }
+                let kind = buf[3];
+                let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
+                let payload = &buf[9..9 + len];
+                match kind {
+                    HEADERS => seen.answered.push(id),
+                    RST_STREAM => {
+                        let code = u32::from_be_bytes(payload[..4].try_into().unwrap());
+                        seen.resets.push((id, code));
+                    }
+                    GOAWAY => {
+                        let code = u32::from_be_bytes(payload[4..8].try_into().unwrap());
+                        seen.goaway = Some(code);
+                    }
+                    _ => {}
+                }
+                buf.drain(..9 + len);
+            }
+            if seen.goaway.is_some() {
+                return;
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => {
+                    seen.closed = true;
+                    return;
+                }
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    seen
+}
+
+/// The value of `culvert_refused_total{reason="..."}`.
+async fn refused(server: &Server, reason: &str) -> u64 {
+    let reply = get(server.control_addr(), "control", "/metrics").await;
+    let text = String::from_utf8(reply.body.to_vec()).unwrap();
+    let series = format!("culvert_refused_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&series))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /metrics"))
+}
+
+/// A data plane with one worker and `limits`, routing `echo.example` to an echo
+/// backend.
+async fn plane(limits: ClientLimits) -> (Server, SocketAddr, EchoBackend) {
+    let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
+    let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_workers(NonZeroUsize::MIN)
+        .with_client_limits(limits);
+    let (server, addr) = proxy_with(config, echo.addr(), &["echo.example"]).await;
+    (server, addr, echo)
+}
+
+/// Another client is served while (or right after) an attack.
+async fn others_are_served(addr: SocketAddr) {
+    let reply = get(addr, "echo.example", "/still-here").await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn rapid_reset_ends_the_connection_with_enhance_your_calm() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, addr, echo) = plane(ClientLimits::default()).await;
+        let mut attacker = TcpStream::connect(addr).await.unwrap();
+        // CVE-2023-44487: open a stream and cancel it at once, many times over.
+        let mut attack = preface();
+        for n in 0..2_000u32 {
+            let id = 2 * n + 1;
+            attack.extend(frame(HEADERS, END_STREAM | END_HEADERS, id, &get_block()));
+            attack.extend(frame(RST_STREAM, 0, id, &CANCEL.to_be_bytes()));
+        }
+        // The server may stop reading and close before all of it is written.
+        let _ = attacker.write_all(&attack).await;
+        let seen = read_frames(&mut attacker, Duration::from_secs(10)).await;
+        assert_eq!(seen.goaway, Some(ENHANCE_YOUR_CALM), "{seen:?}");
+        assert!(
+            echo.requests().len() < 200,
+            "{} of 2,000 cancelled streams reached the backend",
+            echo.requests().len()
+        );
+        others_are_served(addr).await;
+        assert!(refused(&server, "http2_abuse").await >= 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_continuation_flood_is_cut_off() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, addr, echo) = plane(ClientLimits::default()).await;
+        let mut attacker = TcpStream::connect(addr).await.unwrap();
+        attacker.write_all(&preface()).await.unwrap();
+        // A header block that never ends: HEADERS without END_HEADERS, then
+        // CONTINUATION frames of literal fields, 16 MiB in all if the server
+        // kept reading.
+        let mut field = vec![0x00, 6];
+        field.extend_from_slice(b"x-fill");
+        field.push(120);
+        field.extend_from_slice(&[b'a'; 120]);
+        let continuation = frame(CONTINUATION, 0, 1, &field.repeat(100));
+        let opening = frame(HEADERS, END_STREAM, 1, &get_block());
+        let writer = async {
+            let _ = attacker.write_all(&opening).await;
+            for _ in 0..1_300 {
+                if attacker.write_all(&continuation).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        };
+        let wrote_everything = tokio::time::timeout(Duration::from_secs(10), writer)
+            .await
+            .unwrap_or(false);
+        let seen = read_frames(&mut attacker, Duration::from_secs(5)).await;
+        assert!(
+            !wrote_everything || seen.goaway.is_some() || seen.closed,
+            "the server kept taking an endless header block: {seen:?}"
+        );
+        assert!(
+            echo.requests().is_empty(),
+            "the unfinished request went upstream"
+        );
+        others_are_served(addr).await;
+        let counted =
+            refused(&server, "http2_abuse").await + refused(&server, "http2_protocol").await;
+        assert!(counted >= 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn streams_past_the_concurrency_limit_are_refused() {
+    tokio::time::timeout(LIMIT, async {
+        // A backend that takes requests and never answers keeps streams open.
+        let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let silent_addr = silent.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = silent.accept().await {
+                held.push(stream);
+            }
+        });
+        let config =
+            ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0))).with_workers(NonZeroUsize::MIN);
+        let (_server, addr) = proxy_with(config, silent_addr, &["echo.example"]).await;
+        let mut attacker = TcpStream::connect(addr).await.unwrap();
+        let mut opened = preface();
+        for n in 0..300u32 {
+            opened.extend(frame(
+                HEADERS,
+                END_STREAM | END_HEADERS,
+                2 * n + 1,
+                &get_block(),
+            ));
+        }
+        attacker.write_all(&opened).await.unwrap();
+        let seen = read_frames(&mut attacker, Duration::from_secs(3)).await;
+        let refused: Vec<u32> = seen
+            .resets
+            .iter()
+            .filter(|(_, code)| *code == REFUSED_STREAM)
+            .map(|(id, _)| *id)
+            .collect();
+        // 256 streams may be open at once; the 44 past them are refused, so a
+        // client knows they were not processed and may retry them.
+        assert_eq!(refused.len(), 44, "{seen:?}");
+        assert!(refused.iter().all(|id| *id > 2 * 255 + 1), "{refused:?}");
+        assert_eq!(seen.goaway, None);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn connections_past_the_worker_limit_are_closed_at_once() {
+    tokio::time::timeout(LIMIT, async {
+        let limits = ClientLimits {
+            max_connections_per_worker: 2,
+            ..ClientLimits::default()
+        };
+        let (server, addr, _echo) = plane(limits).await;
+        // Two connections in the middle of a head hold the worker's limit (ones
+        // that sent nothing wait in the kernel: the listener defers accepting).
+        let mut first = TcpStream::connect(addr).await.unwrap();
+        let mut second = TcpStream::connect(addr).await.unwrap();
+        first.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        second.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 64];
+        let _ = third
+            .write_all(b"GET / HTTP/1.1\r\nhost: echo.example\r\n\r\n")
+            .await;
+        let read = tokio::time::timeout(Duration::from_secs(5), third.read(&mut buf))
+            .await
+            .expect("closed at once, not left waiting");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+        assert_eq!(refused(&server, "connection_limit").await, 1);
+        // Once one closes, the next client is served.
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        others_are_served(addr).await;
+        drop(second);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn refused_heads_are_counted_by_reason() {
+    tokio::time::timeout(LIMIT, async {
+        let (server, addr, _echo) = plane(ClientLimits::default()).await;
+        for (request, status) in [
+            (&b"GET / HTTP/1.1\r\nhost echo.example\r\n\r\n"[..], "400"),
+            (b"GET / HTTP/2.0\r\nhost: echo.example\r\n\r\n", "505"),
+            (
+                b"POST / HTTP/1.1\r\nhost: echo.example\r\ntransfer-encoding: gzip, chunked\r\n\r\n",
+                "501",
+            ),
+            (b"GET / HTTP/1.1\r\nhost: a@b\r\nconnection: close\r\n\r\n", "400"),
+        ] {
+            let mut client = TcpStream::connect(addr).await.unwrap();
+            client.write_all(request).await.unwrap();
+            let mut answer = Vec::new();
+            let _ = client.read_to_end(&mut answer).await;
+            let answer = String::from_utf8_lossy(&answer);
+            assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "{answer}");
+        }
+        assert_eq!(refused(&server, "malformed").await, 2);
+        assert_eq!(refused(&server, "unsupported").await, 2);
+        others_are_served(addr).await;
+    })
+    .await
+    .unwrap();
+}
