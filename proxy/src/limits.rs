@@ -15,6 +15,13 @@ pub struct ClientLimits {
     /// (`culvert_refused_total{reason="connection_limit"}`), so the load goes to
     /// the other workers or replicas instead of queueing here.
     pub max_connections_per_worker: usize,
+    /// Longest wait between two reads of a request body (nginx's
+    /// `client_body_timeout`): a body that stalls longer fails, the exchange is
+    /// abandoned upstream and the client gets 408.
+    pub body_read_timeout: Duration,
+    /// How long an upgraded connection (WebSocket) may carry no byte either way
+    /// before both sides are closed (HAProxy's `timeout tunnel`).
+    pub upgraded_idle_timeout: Duration,
 }
 
 impl ClientLimits {
@@ -22,6 +29,10 @@ impl ClientLimits {
     pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
     /// The default [`ClientLimits::max_connections_per_worker`]: 16,384.
     pub const MAX_CONNECTIONS_PER_WORKER: usize = 16_384;
+    /// The default [`ClientLimits::body_read_timeout`]: 60 s.
+    pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
+    /// The default [`ClientLimits::upgraded_idle_timeout`]: one hour.
+    pub const UPGRADED_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 }
 
 impl Default for ClientLimits {
@@ -29,6 +40,8 @@ impl Default for ClientLimits {
         Self {
             header_read_timeout: Self::HEADER_READ_TIMEOUT,
             max_connections_per_worker: Self::MAX_CONNECTIONS_PER_WORKER,
+            body_read_timeout: Self::BODY_READ_TIMEOUT,
+            upgraded_idle_timeout: Self::UPGRADED_IDLE_TIMEOUT,
         }
     }
 }

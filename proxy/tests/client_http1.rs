@@ -261,7 +261,14 @@ async fn expect_continue_is_answered_before_the_body_is_read() {
         client.send(b"parcel").await;
         let answer = client.answer("PUT").await;
         assert_eq!(answer.status, 200);
-        assert_eq!(&echo.requests()[0].body[..], b"parcel");
+        let seen = &echo.requests()[0];
+        assert_eq!(&seen.body[..], b"parcel");
+        // The expectation was met here; the backend is not asked again.
+        assert!(
+            !seen.headers.iter().any(|(name, _)| name == "expect"),
+            "{:?}",
+            seen.headers
+        );
     })
     .await
     .unwrap();

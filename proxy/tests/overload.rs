@@ -15,10 +15,10 @@ use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_bench::{EchoBackend, EchoConfig, EchoProtocol};
 use culvert_proxy::{ClientLimits, ServeConfig, Server};
 use http::StatusCode;
-use support::{get, proxy_with};
+use support::{get, proxy_with, websocket_echo, websocket_upgrade};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -293,6 +293,99 @@ async fn connections_past_the_worker_limit_are_closed_at_once() {
         tokio::time::sleep(Duration::from_millis(200)).await;
         others_are_served(addr).await;
         drop(second);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_stalled_body_gets_408_and_lets_the_backend_connection_go() {
+    tokio::time::timeout(LIMIT, async {
+        // A backend that reads what comes and reports when the proxy hangs up.
+        let backend = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backend_addr = backend.local_addr().unwrap();
+        let (hung_up, mut hang_ups) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = backend.accept().await {
+                let hung_up = hung_up.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                    let _ = hung_up.send(());
+                });
+            }
+        });
+        let limits = ClientLimits {
+            body_read_timeout: Duration::from_secs(1),
+            ..ClientLimits::default()
+        };
+        let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_workers(NonZeroUsize::MIN)
+            .with_client_limits(limits);
+        let (server, addr) = proxy_with(config, backend_addr, &["echo.example"]).await;
+
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(
+            b"POST /upload HTTP/1.1\r\nhost: echo.example\r\ncontent-length: 10\r\n\r\nhalf-",
+        )
+        .await
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let mut answer = vec![0u8; 256];
+        let n = slow.read(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        tokio::time::timeout(Duration::from_secs(5), hang_ups.recv())
+            .await
+            .expect("the backend connection was let go")
+            .unwrap();
+        assert_eq!(refused(&server, "body_timeout").await, 1);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_websocket_is_closed_and_a_busy_one_is_not() {
+    tokio::time::timeout(LIMIT, async {
+        let echo = EchoBackend::start(EchoConfig::new("ws").with_protocol(EchoProtocol::Http1))
+            .await
+            .unwrap();
+        let limits = ClientLimits {
+            upgraded_idle_timeout: Duration::from_secs(1),
+            ..ClientLimits::default()
+        };
+        let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_workers(NonZeroUsize::MIN)
+            .with_client_limits(limits);
+        let (server, addr) = proxy_with(config, echo.addr(), &["ws.example"]).await;
+        let open = || async {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            let head = websocket_upgrade(&mut stream, "ws.example", "/ws").await;
+            assert!(head.starts_with("http/1.1 101"), "{head}");
+            stream
+        };
+        let mut idle = open().await;
+        let mut busy = open().await;
+        let started = tokio::time::Instant::now();
+        // The busy one echoes every 300 ms for 3 s (three idle periods).
+        while started.elapsed() < Duration::from_secs(3) {
+            let reply = websocket_echo(&mut busy, "ping").await;
+            assert_eq!(reply, [0x81, 4, b'p', b'i', b'n', b'g']);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        // The idle one was closed by then: its read ends at once.
+        let mut buf = [0u8; 16];
+        let read = tokio::time::timeout(Duration::from_secs(1), idle.read(&mut buf))
+            .await
+            .expect("the idle WebSocket is closed");
+        assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+        assert_eq!(refused(&server, "upgraded_idle").await, 1);
     })
     .await
     .unwrap();

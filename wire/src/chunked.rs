@@ -78,6 +78,10 @@ impl ChunkedDecoder {
                             Ok(Chunk::Incomplete)
                         };
                     };
+                    // The same limit whether the line came in one read or many.
+                    if end > MAX_CHUNK_LINE {
+                        return Err(WireError::Malformed);
+                    }
                     let size = chunk_size(&buf[..end])?;
                     buf.advance(end + 2);
                     self.state = if size == 0 {
@@ -115,6 +119,11 @@ impl ChunkedDecoder {
     }
 
     fn trailers(&mut self, buf: &mut BytesMut) -> Result<Chunk, WireError> {
+        // A bare LF may not end a trailer line: where the body ends must not
+        // depend on which line endings a reader takes.
+        if buf.first() == Some(&b'\n') {
+            return Err(WireError::Malformed);
+        }
         if buf.len() < 2 {
             return Ok(Chunk::Incomplete);
         }
@@ -125,6 +134,12 @@ impl ChunkedDecoder {
         }
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let (len, fields) = match httparse::parse_headers(buf, &mut slots) {
+            Ok(httparse::Status::Complete((len, _))) if len > MAX_HEAD => {
+                return Err(WireError::TooLarge);
+            }
+            Ok(httparse::Status::Complete((len, _))) if has_bare_lf(&buf[..len]) => {
+                return Err(WireError::Malformed);
+            }
             Ok(httparse::Status::Complete(done)) => done,
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
                 return Err(WireError::TooLarge);
@@ -144,6 +159,14 @@ impl ChunkedDecoder {
         self.state = ChunkState::Done;
         Ok(Chunk::Trailers(trailers))
     }
+}
+
+/// Whether a line in `bytes` ends in LF alone.
+fn has_bare_lf(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .enumerate()
+        .any(|(at, &b)| b == b'\n' && (at == 0 || bytes[at - 1] != b'\r'))
 }
 
 fn find_crlf(buf: &[u8]) -> Option<usize> {

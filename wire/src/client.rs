@@ -1,5 +1,6 @@
 //! The client side: writing a request head to a backend and parsing the response
-//! head it sends back (RFC 9112 §4–6), skipping interim answers.
+//! head it sends back (RFC 9112 §4–6), with the interim answers before it kept to
+//! be relayed.
 
 use std::mem::MaybeUninit;
 
@@ -39,6 +40,10 @@ pub struct ResponseHead {
     /// The fields that go on unchanged, kept raw (the response's header map is then
     /// empty); carried with the response's body to the side that writes it.
     pub raw: Option<RawFields>,
+    /// Interim `1xx` heads that came before this one (`103 Early Hints`, `102`,
+    /// `100`), re-encoded as HTTP/1.1, to be relayed ahead of it: a proxy forwards
+    /// the 1xx it did not ask for itself (RFC 9110 §15.2).
+    pub interim: Vec<u8>,
 }
 
 /// Appends the request head: request line, every header but the framing ones (which
@@ -91,19 +96,23 @@ pub enum FieldsAs {
     Map,
 }
 
-/// Takes one final response head off the front of `buf`, skipping interim `1xx`
-/// answers; `Ok(None)` until the head is complete. `fields` says where the fields
-/// that go on unchanged are kept.
+/// Takes one final response head off the front of `buf`, keeping interim `1xx`
+/// answers for [`ResponseHead::interim`]; `Ok(None)` until the final head is
+/// complete (interim heads already read stay in `buf` until then, so a call may
+/// parse them again). `fields` says where the fields that go on unchanged are kept.
 pub fn parse_response_head(
     buf: &mut BytesMut,
     method: &Method,
     fields: FieldsAs,
 ) -> Result<Option<ResponseHead>, WireError> {
     let config = httparse::ParserConfig::default();
+    let mut interim = Vec::new();
+    let mut at = 0;
     loop {
         let mut slots: FieldSlots<'_> = [const { MaybeUninit::uninit() }; MAX_HEADERS];
         let mut parsed = httparse::Response::new(&mut []);
-        let len = match config.parse_response_with_uninit_headers(&mut parsed, buf, &mut slots) {
+        let rest = &buf[at..];
+        let len = match config.parse_response_with_uninit_headers(&mut parsed, rest, &mut slots) {
             Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
             Ok(httparse::Status::Complete(_)) => return Err(WireError::TooLarge),
             Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
@@ -119,7 +128,8 @@ pub fn parse_response_head(
             return Err(WireError::UnexpectedUpgrade);
         }
         if status.is_informational() {
-            buf.advance(len);
+            encode_interim(&mut interim, status, parsed.headers);
+            at += len;
             continue;
         }
         let version = if parsed.version == Some(1) {
@@ -127,19 +137,38 @@ pub fn parse_response_head(
         } else {
             Version::HTTP_10
         };
-        let spans = field_spans(parsed.headers, buf.as_ptr());
+        let spans = field_spans(parsed.headers, rest.as_ptr());
+        buf.advance(at);
         let head = buf.split_to(len).freeze();
-        if fields == FieldsAs::Raw {
-            if let Some(head) = raw_head(&head, &spans, status, version, method)? {
-                return Ok(Some(head));
-            }
+        let mut parsed = match fields {
+            FieldsAs::Raw => raw_head(&head, &spans, status, version, method)?,
+            FieldsAs::Map => None,
+        };
+        if parsed.is_none() {
+            let mut facts = ConnectionFacts::default();
+            let headers = build_headers(&head, &spans, |name, value| {
+                facts.observe(name, value).map(|dropped| !dropped)
+            })?;
+            parsed = Some(facts.finish(status, version, headers, method)?);
         }
-        let mut facts = ConnectionFacts::default();
-        let headers = build_headers(&head, &spans, |name, value| {
-            facts.observe(name, value).map(|dropped| !dropped)
-        })?;
-        return facts.finish(status, version, headers, method).map(Some);
+        return Ok(parsed.map(|mut head| {
+            head.interim = interim;
+            head
+        }));
     }
+}
+
+/// Appends an interim head as HTTP/1.1: its status line and its fields.
+fn encode_interim(out: &mut Vec<u8>, status: StatusCode, fields: &[httparse::Header<'_>]) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for field in fields {
+        push_field(out, field.name.as_bytes(), field.value);
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// The head with its fields kept raw, or `None` when they do not fit in a few runs
@@ -264,6 +293,7 @@ impl ConnectionFacts {
             framing,
             keep_alive,
             raw: None,
+            interim: Vec::new(),
         })
     }
 }

@@ -221,16 +221,15 @@ impl ContentLength {
     }
 }
 
-/// `digits` as a number: 1 to 19 ASCII digits (so it cannot overflow), else `None`.
+/// `digits` as a number: 1 to 20 ASCII digits that fit in a `u64`, else `None`
+/// (any length the codec writes parses back).
 fn decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(
-        digits
-            .iter()
-            .fold(0u64, |n, digit| n * 10 + u64::from(digit - b'0')),
-    )
+    digits.iter().try_fold(0u64, |n, digit| {
+        n.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+    })
 }
 
 /// The fields the codec itself reads: framing and connection management.

@@ -65,9 +65,14 @@ pub fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, Wir
         Err(httparse::Error::TooManyHeaders) => return Err(WireError::TooLarge),
         Err(httparse::Error::Version) => {
             // `HTTP/1.2` and later minors are HTTP/1.1 to us (RFC 9112 §2.3): the
-            // version digit is made `1` in place and the head parsed again.
-            minor_to_one(buf)?;
-            return parse_request_head(buf);
+            // version digit is made `1` in place and the head parsed again. Judged
+            // only once the line has ended, so the answer does not depend on where
+            // a read ended.
+            return match other_version(buf)? {
+                OtherVersion::Incomplete if buf.len() > MAX_HEAD => Err(too_large(buf)),
+                OtherVersion::Incomplete => Ok(None),
+                OtherVersion::LaterMinor => parse_request_head(buf),
+            };
         }
         Err(_) => return Err(WireError::Malformed),
     };
@@ -119,21 +124,45 @@ fn too_large(buf: &[u8]) -> WireError {
     }
 }
 
-/// Rewrites the minor version of an `HTTP/1.x` request line (x > 1) to `1`; any
-/// other version httparse refused is not HTTP/1 (505) or not a version (400).
-fn minor_to_one(buf: &mut BytesMut) -> Result<(), WireError> {
-    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+/// What a request line httparse refused for its version holds.
+enum OtherVersion {
+    /// The line has not ended yet.
+    Incomplete,
+    /// `HTTP/1.x` with x > 1, now rewritten to `HTTP/1.1` in place.
+    LaterMinor,
+}
+
+/// Looks at a request line whose version httparse refused: a later HTTP/1 minor
+/// is rewritten to `1`; another major version is 505; anything else (a line that
+/// is not exactly method, target and version) is 400.
+fn other_version(buf: &mut BytesMut) -> Result<OtherVersion, WireError> {
+    let Some(line_end) = buf.iter().position(|&b| b == b'\n') else {
+        return Ok(OtherVersion::Incomplete);
+    };
     let line = &buf[..line_end];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let Some(at) = line.windows(6).rposition(|window| window == b" HTTP/") else {
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return Err(WireError::Malformed);
     };
-    match &line[at + 6..] {
-        [b'1', b'.', minor] if minor.is_ascii_digit() && *minor > b'1' => {
-            buf[at + 8] = b'1';
-            Ok(())
+    if method.is_empty() || target.is_empty() {
+        return Err(WireError::Malformed);
+    }
+    let at = method.len() + 1 + target.len() + 1;
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor] if minor.is_ascii_digit() => {
+            // 1.0 and 1.1 parse; refused, the line is wrong elsewhere.
+            if *minor <= b'1' {
+                return Err(WireError::Malformed);
+            }
+            buf[at + 7] = b'1';
+            Ok(OtherVersion::LaterMinor)
         }
-        [major, b'.', minor] if major.is_ascii_digit() && minor.is_ascii_digit() => {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
             Err(WireError::UnsupportedVersion)
         }
         _ => Err(WireError::Malformed),

@@ -145,7 +145,7 @@ fn a_head_is_parsed_once_complete_and_leaves_the_body() {
 }
 
 #[test]
-fn interim_answers_are_skipped_and_101_refused() {
+fn interim_answers_are_set_aside_and_101_refused() {
     let mut buf =
         BytesMut::from(&b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"[..]);
     let head = parse_response_head(&mut buf, &Method::POST, FieldsAs::Raw)
@@ -153,6 +153,7 @@ fn interim_answers_are_skipped_and_101_refused() {
         .unwrap();
     assert_eq!(head.response.status(), StatusCode::NO_CONTENT);
     assert_eq!(head.framing, ResponseFraming::Empty);
+    assert_eq!(head.interim, b"HTTP/1.1 100 Continue\r\n\r\n");
     assert!(buf.is_empty());
     let err = parse(b"HTTP/1.1 101 Switching Protocols\r\n\r\n", &Method::GET).unwrap_err();
     assert_eq!(err, WireError::UnexpectedUpgrade);
@@ -570,6 +571,12 @@ fn request_heads_wait_for_their_end_and_refuse_ambiguity() {
         ),
         (b"GET / HTTP/1.x\r\nhost: a\r\n\r\n", WireError::Malformed),
         (b"GET / HTTP/1.12\r\nhost: a\r\n\r\n", WireError::Malformed),
+        (b"GE T / HTTP/1.1\r\nhost: a\r\n\r\n", WireError::Malformed),
+        (b"GET / HTTP/2\r\nhost: a\r\n\r\n", WireError::Malformed),
+        (
+            b"GET / HTTP/2.0\r x\r\nhost: a\r\n\r\n",
+            WireError::Malformed,
+        ),
     ] {
         assert_eq!(parse_request(bytes).unwrap_err(), error, "{bytes:?}");
     }
@@ -889,4 +896,96 @@ fn chunk_sizes_take_leading_zeros_but_no_signs_prefixes_or_control_bytes() {
             "{refused:?}"
         );
     }
+}
+
+#[test]
+fn interim_heads_are_kept_for_the_client() {
+    let wire: &[u8] = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n\
+        HTTP/1.1 100 Continue\r\n\r\n\
+        HTTP/1.1 102 Processing\r\n\r\n\
+        HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    // Whatever the reads, the interim heads survive a final head that is not in yet.
+    for split in [10, 60, 80, wire.len() - 10] {
+        let mut buf = BytesMut::from(&wire[..split]);
+        assert!(
+            parse_response_head(&mut buf, &Method::GET, FieldsAs::Raw)
+                .unwrap()
+                .is_none()
+        );
+        buf.extend_from_slice(&wire[split..]);
+        let head = parse_response_head(&mut buf, &Method::GET, FieldsAs::Raw)
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.response.status(), StatusCode::OK);
+        assert_eq!(
+            String::from_utf8(head.interim).unwrap(),
+            "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n\
+             HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+        );
+        assert_eq!(&buf[..], b"ok");
+    }
+    let plain = parse(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+        &Method::GET,
+    )
+    .unwrap()
+    .unwrap();
+    assert!(plain.interim.is_empty());
+}
+
+#[test]
+fn a_version_is_judged_the_same_whatever_the_reads() {
+    for (wire, expected) in [
+        (
+            &b"GET / HTTP/2.0\r\nhost: a\r\n\r\n"[..],
+            Err(WireError::UnsupportedVersion),
+        ),
+        (
+            b"GET / HTTP/2\r\nhost: a\r\n\r\n",
+            Err(WireError::Malformed),
+        ),
+        (b"GET / HTTP/1.3\r\nhost: a\r\n\r\n", Ok(Version::HTTP_11)),
+    ] {
+        for split in 1..wire.len() {
+            let mut buf = BytesMut::from(&wire[..split]);
+            let first = parse_request_head(&mut buf);
+            let outcome = match first {
+                Ok(None) => {
+                    buf.extend_from_slice(&wire[split..]);
+                    parse_request_head(&mut buf)
+                }
+                other => other,
+            };
+            let outcome = outcome.map(|head| head.map(|head| head.request.version()));
+            assert_eq!(outcome, expected.map(Some), "{wire:?} split at {split}");
+        }
+    }
+}
+
+#[test]
+fn chunk_and_trailer_limits_hold_whatever_the_reads_and_bare_lf_ends_nothing() {
+    let decode = |body: &[u8]| {
+        let mut decoder = ChunkedDecoder::default();
+        let mut buf = BytesMut::from(body);
+        loop {
+            match decoder.decode(&mut buf)? {
+                Chunk::Data(_) => {}
+                Chunk::End | Chunk::Trailers(_) => return Ok(()),
+                Chunk::Incomplete => return Err(WireError::Truncated),
+            }
+        }
+    };
+    let mut long_line = b"5;".to_vec();
+    long_line.resize(5000, b'x');
+    long_line.extend_from_slice(b"\r\nhello\r\n0\r\n\r\n");
+    assert_eq!(decode(&long_line), Err(WireError::Malformed));
+    let mut big_trailers = b"0\r\n".to_vec();
+    for i in 0..100 {
+        big_trailers.extend_from_slice(format!("x-{i}: {}\r\n", "v".repeat(700)).as_bytes());
+    }
+    big_trailers.extend_from_slice(b"\r\n");
+    assert_eq!(decode(&big_trailers), Err(WireError::TooLarge));
+    assert_eq!(decode(b"0\r\n\n"), Err(WireError::Malformed));
+    assert_eq!(decode(b"0\r\nx: y\n\r\n"), Err(WireError::Malformed));
+    assert_eq!(decode(b"0\r\nx: y\r\n\r\n"), Ok(()));
 }

@@ -133,6 +133,14 @@ pub(crate) struct ServeArgs {
     /// `worker_connections`); past it new connections are closed at once.
     #[arg(long, default_value_t = ClientLimits::MAX_CONNECTIONS_PER_WORKER)]
     max_connections_per_worker: usize,
+    /// Longest wait between two reads of a request body (nginx's
+    /// `client_body_timeout`); a body that stalls longer gets 408.
+    #[arg(long, default_value = "60s", value_parser = parse_grace)]
+    body_read_timeout: Duration,
+    /// How long an upgraded connection (WebSocket) may carry nothing either way
+    /// before it is closed (HAProxy's `timeout tunnel`).
+    #[arg(long, default_value = "1h", value_parser = parse_grace)]
+    upgraded_idle_timeout: Duration,
 }
 
 /// A duration flag: `30s`, `500ms`, `1m`.
@@ -147,6 +155,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
         .with_client_limits(ClientLimits {
             header_read_timeout: args.header_read_timeout,
             max_connections_per_worker: args.max_connections_per_worker,
+            body_read_timeout: args.body_read_timeout,
+            upgraded_idle_timeout: args.upgraded_idle_timeout,
         })
         .with_pinned_workers(!args.no_pin)
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));

@@ -96,6 +96,10 @@ pub(crate) enum Refusal {
     HeaderTimeout,
     /// A request body that was malformed or cut short while it was forwarded: 400.
     Body,
+    /// A request body that stalled past the body read timeout: 408.
+    BodyTimeout,
+    /// An upgraded connection (WebSocket) closed after the idle timeout.
+    UpgradedIdle,
     /// A connection closed on accept: the worker holds its connection limit.
     ConnectionLimit,
     /// An HTTP/2 connection ended for abuse (`ENHANCE_YOUR_CALM`: rapid reset,
@@ -107,12 +111,14 @@ pub(crate) enum Refusal {
 
 impl Refusal {
     /// Every reason, in label order.
-    pub(crate) const ALL: [Self; 8] = [
+    pub(crate) const ALL: [Self; 10] = [
         Self::Malformed,
         Self::Unsupported,
         Self::TooLarge,
         Self::HeaderTimeout,
         Self::Body,
+        Self::BodyTimeout,
+        Self::UpgradedIdle,
         Self::ConnectionLimit,
         Self::Http2Abuse,
         Self::Http2Protocol,
@@ -126,6 +132,8 @@ impl Refusal {
             Self::TooLarge => "too_large",
             Self::HeaderTimeout => "header_timeout",
             Self::Body => "body",
+            Self::BodyTimeout => "body_timeout",
+            Self::UpgradedIdle => "upgraded_idle",
             Self::ConnectionLimit => "connection_limit",
             Self::Http2Abuse => "http2_abuse",
             Self::Http2Protocol => "http2_protocol",

@@ -25,6 +25,7 @@ mod outgoing;
 mod proxy;
 mod record;
 mod sniff;
+mod splice;
 mod stack_read;
 mod tick;
 mod tunnel;

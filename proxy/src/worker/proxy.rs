@@ -42,13 +42,14 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use super::body::{ClientBody, CountedBody};
+use super::body::{BodyFailure, ClientBody, CountedBody};
 use super::connection::ConnectionInfo;
 use super::drain::Drain;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::http1::Upgraded;
 use super::outgoing::{UpstreamHead, build_request, upgrade_request};
 use super::record::{Record, RecordedBody, Sink};
+use super::splice::{Spliced, splice};
 use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::ClientLimits;
@@ -453,6 +454,15 @@ impl Worker {
 
         let mut headers = parts.headers;
         strip_hop_by_hop(&mut headers);
+        // `Expect: 100-continue` is answered here, when the body is first read (as
+        // nginx and Envoy do): the backend never sees it, so a 100 it sends anyway
+        // is its own and is relayed like any other 1xx.
+        if headers
+            .get(header::EXPECT)
+            .is_some_and(|expect| expect.as_bytes().eq_ignore_ascii_case(b"100-continue"))
+        {
+            headers.remove(header::EXPECT);
+        }
         // The backend sees exactly the host the request was routed on (one value,
         // the absolute-form authority when there was one), before any filter edits.
         // Routed on the one `Host` value the headers already say so; an authority in
@@ -522,7 +532,11 @@ impl Worker {
             snapshot,
             rule,
             head,
-            body: Either::Left(CountedBody::new(body, Rc::clone(&record.request_body))),
+            body: Either::Left(CountedBody::new(
+                body,
+                Rc::clone(&record.request_body),
+                self.limits.body_read_timeout,
+            )),
             upgrade,
             cors_headers,
             grpc,
@@ -651,9 +665,13 @@ impl Worker {
             // An exchange that failed because the client's own body did (a
             // malformed chunk, a body cut short) is the client's error: 400, never
             // retried, and not counted against the backend.
-            if outcome.is_err() && record.request_body.failed() {
-                self.stats().refused(Refusal::Body);
-                return local_answer(StatusCode::BAD_REQUEST);
+            if let (Err(_), Some(failure)) = (&outcome, record.request_body.failed()) {
+                let (refusal, status) = match failure {
+                    BodyFailure::Broken => (Refusal::Body, StatusCode::BAD_REQUEST),
+                    BodyFailure::Timeout => (Refusal::BodyTimeout, StatusCode::REQUEST_TIMEOUT),
+                };
+                self.stats().refused(refusal);
+                return local_answer(status);
             }
             let retryable = match &outcome {
                 Ok(response) => {
@@ -712,7 +730,13 @@ impl Worker {
         };
         if response.status() == StatusCode::SWITCHING_PROTOCOLS {
             let server_upgrade = hyper::upgrade::on(&mut response);
-            tokio::task::spawn_local(client_upgrade.splice(server_upgrade));
+            let worker = Rc::clone(self);
+            tokio::task::spawn_local(async move {
+                let idle = worker.limits.upgraded_idle_timeout;
+                if client_upgrade.splice(server_upgrade, idle).await == Spliced::Idle {
+                    worker.stats().refused(Refusal::UpgradedIdle);
+                }
+            });
         }
         backend_response(response.map(UpstreamBody::Hyper), backend)
     }
@@ -771,23 +795,21 @@ pub(crate) enum ClientUpgrade {
 
 impl ClientUpgrade {
     /// Copies bytes both ways between the client and the upgraded backend connection
-    /// until either side closes.
-    async fn splice(self, server: hyper::upgrade::OnUpgrade) {
+    /// until either side closes or both stay idle for `idle`.
+    async fn splice(self, server: hyper::upgrade::OnUpgrade, idle: Duration) -> Spliced {
         let Ok(server) = server.await else {
-            return;
+            return Spliced::Closed;
         };
         let mut server = TokioIo::new(server);
         match self {
-            Self::Http1(client) => {
-                if let Ok(mut client) = client.await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                }
-            }
-            Self::Tunnel(client) => {
-                if let Ok(mut client) = client.stream().await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                }
-            }
+            Self::Http1(client) => match client.await {
+                Ok(mut client) => splice(&mut client, &mut server, idle).await,
+                Err(_) => Spliced::Closed,
+            },
+            Self::Tunnel(client) => match client.stream().await {
+                Ok(mut client) => splice(&mut client, &mut server, idle).await,
+                Err(_) => Spliced::Closed,
+            },
         }
     }
 }

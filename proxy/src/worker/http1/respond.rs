@@ -18,6 +18,7 @@ use hyper::body::Body;
 use super::conn::Conn;
 use crate::worker::headers::has_token;
 use crate::worker::record::RecordedBody;
+use crate::worker::upstream::InterimHeads;
 use culvert_wire::{
     CarriesRawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk,
     encode_response_head,
@@ -117,6 +118,11 @@ pub(super) fn write_response(
         (true, true) => None,
     };
     let (parts, mut body) = response.into_parts();
+    if asked.http11 {
+        if let Some(InterimHeads(interim)) = parts.extensions.get() {
+            out.extend_from_slice(interim);
+        }
+    }
     let raw = body.take_raw_fields();
     encode_response_head(
         &mut out,

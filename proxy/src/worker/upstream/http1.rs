@@ -24,7 +24,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{Http1Head, RequestBody, UpstreamError, Upstreams};
+use super::{Http1Head, InterimHeads, RequestBody, UpstreamError, Upstreams};
 use crate::worker::body::{BoxError, CountedBody};
 use crate::worker::stack_read::poll_read_on_stack;
 use culvert_wire::{
@@ -420,7 +420,7 @@ pub(crate) struct ResponseBody {
 }
 
 impl ResponseBody {
-    fn start(conn: Connection, head: ResponseHead, home: Home) -> Response<Self> {
+    fn start(conn: Connection, mut head: ResponseHead, home: Home) -> Response<Self> {
         let mut body = Self {
             conn: Some(conn),
             decoder: BodyDecoder::response(head.framing),
@@ -431,7 +431,14 @@ impl ResponseBody {
         if body.decoder.is_done() {
             body.release();
         }
-        head.response.map(|()| body)
+        let interim = std::mem::take(&mut head.interim);
+        let mut response = head.response.map(|()| body);
+        if !interim.is_empty() {
+            response
+                .extensions_mut()
+                .insert(InterimHeads(Bytes::from(interim)));
+        }
+        response
     }
 
     /// The body is over: the connection goes home if it is clean, else closes.

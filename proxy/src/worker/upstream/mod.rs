@@ -96,6 +96,13 @@ impl Body for UpstreamBody {
     }
 }
 
+/// The interim `1xx` heads (`103 Early Hints`) an HTTP/1.1 backend sent before its
+/// response, encoded, in the response's extensions. An HTTP/1.1 client gets them
+/// ahead of the response head (written with it, not as each arrived); HTTP/1.0,
+/// HTTP/2 and tunnel clients do not (hyper's server side has no way to send one).
+#[derive(Debug, Clone)]
+pub(crate) struct InterimHeads(pub(crate) Bytes);
+
 /// A request head for an HTTP/1.1 backend, in the parts it is written from: no
 /// `Uri` or `http::Request` is built for it.
 pub(crate) struct Http1Head {
