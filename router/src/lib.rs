@@ -22,6 +22,7 @@ pub mod path;
 mod regex;
 pub mod rule;
 mod timestamp;
+pub mod uri_bytes;
 
 pub use config::DataPlaneConfig;
 pub use duration::parse_duration;

@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Uri, Version};
 
+use culvert_router::uri_bytes::{is_sub_delim, is_unreserved};
 use culvert_wire::FieldLines;
 
 /// Headers that describe one hop, never forwarded in either direction (`TE` is
@@ -112,27 +113,7 @@ fn is_host_and_port(value: &[u8]) -> bool {
             None => (value, &b""[..]),
         },
     };
-    let reg_name_byte = |b: &u8| {
-        b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'%'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-            )
-    };
+    let reg_name_byte = |b: &u8| is_unreserved(*b) || is_sub_delim(*b) || *b == b'%';
     !host.is_empty() && host.iter().all(reg_name_byte) && port.iter().all(u8::is_ascii_digit)
 }
 

@@ -11,6 +11,8 @@ pub(crate) use trie::{SegmentTrie, TrieBuilder};
 
 use std::borrow::Cow;
 
+use crate::uri_bytes::{is_sub_delim, is_unreserved};
+
 /// Why a request path was refused; the data plane answers 400.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -79,35 +81,11 @@ static PATH_BYTES: [bool; 256] = {
     let mut b = 0;
     while b < 256 {
         let byte = b as u8;
-        table[b] = byte.is_ascii_alphanumeric()
-            || matches!(
-                byte,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'@'
-                    | b'/'
-            );
+        table[b] = is_unreserved(byte) || is_sub_delim(byte) || matches!(byte, b':' | b'@' | b'/');
         b += 1;
     }
     table
 };
-
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
 
 fn hex_value(digit: u8) -> u8 {
     match digit {
