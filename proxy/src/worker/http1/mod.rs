@@ -49,6 +49,8 @@ mod body;
 mod conn;
 mod io;
 mod respond;
+#[cfg(test)]
+mod sizes;
 
 pub(crate) use body::RequestBody;
 pub(crate) use io::Io;
