@@ -11,7 +11,8 @@ pub(crate) struct ConformanceArgs {
     /// Directory of vector files (`*.json`).
     dir: PathBuf,
     /// Send every request over real sockets through `culvert serve` to echo backends
-    /// (binds each Gateway's 127.0.N.1 address at the vectors' ports).
+    /// (binds each Gateway's 127.0.N.1 address at the vectors' ports, a port below
+    /// 1024 moved up by 20000, so no privilege is needed).
     #[arg(long)]
     live: bool,
 }

@@ -13,7 +13,10 @@
 //! backends.
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
-//! ports (80, 443, ...), so the harness must be allowed to bind them.
+//! ports, except that a privileged one (below 1024: 80, 443, ...) is moved up by
+//! [`PORT_SHIFT`] (80 to 20080), so the harness runs as any user. What the port
+//! shows through (a redirect's `Location` that keeps the listener's port) is
+//! mapped back before it is judged.
 //!
 //! Start at [`LiveJudge::new`] and [`run_dir_live`].
 
@@ -49,6 +52,43 @@ const TAG: &str = "x-culvert-conformance-tag";
 const LIVE_SEED: u64 = 0x6375_6c76_6572_7421;
 /// An empty `EchoRequest` with its gRPC length prefix: uncompressed, 0 bytes.
 const EMPTY_GRPC_MESSAGE: &[u8] = &[0; 5];
+/// How far a privileged vector port is moved up (see [`listen_port`]).
+const PORT_SHIFT: u16 = 20_000;
+
+/// The port the data plane listens on for a vector's `port`: the same one, or for
+/// a privileged port (below 1024) that port plus [`PORT_SHIFT`].
+fn listen_port(port: u16) -> u16 {
+    if port < 1024 { port + PORT_SHIFT } else { port }
+}
+
+/// A `Location` as it would read with the vector's own ports: a port
+/// [`listen_port`] moved is moved back, and left out when it is the scheme's
+/// default (as the router leaves it out).
+fn vector_location(location: &str) -> String {
+    let Ok(uri) = location.parse::<http::Uri>() else {
+        return location.to_owned();
+    };
+    let (Some(scheme), Some(host), Some(port)) = (uri.scheme_str(), uri.host(), uri.port_u16())
+    else {
+        return location.to_owned();
+    };
+    let Some(original) = port.checked_sub(PORT_SHIFT).filter(|p| *p < 1024) else {
+        return location.to_owned();
+    };
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => 0,
+    };
+    let port = if original == default {
+        String::new()
+    } else {
+        format!(":{original}")
+    };
+    let path = uri.path_and_query().map_or("", |pq| pq.as_str());
+    format!("{scheme}://{host}{port}{path}")
+}
+
 /// How long mirrored copies may take to arrive after a sample.
 const MIRROR_SETTLE: Duration = Duration::from_millis(500);
 
@@ -114,6 +154,9 @@ impl LiveJudge {
 
     fn serve(&mut self, translation: &Translation, owners: &EndpointOwners) -> Result<(), String> {
         let mut config = translation.merged_config().unwrap_or_default();
+        for listener in &mut config.listeners {
+            listener.port = listen_port(listener.port);
+        }
         self.version += 1;
         config.version = self.version;
         self.runtime
@@ -386,7 +429,7 @@ fn build(
         .body(Full::new(body))
         .map_err(|err| format!("building the request: {err}"))?;
     let target = Target {
-        addr: SocketAddr::new(ip, spec.port),
+        addr: SocketAddr::new(ip, listen_port(spec.port)),
         tls: sni,
         wire,
     };
@@ -454,7 +497,7 @@ fn observed(
             .headers
             .get(http::header::LOCATION)
             .and_then(|value| value.to_str().ok())
-            .map(str::to_owned),
+            .map(vector_location),
         terminated_by_backend: None,
         protocol: Some(
             match answer.version {
@@ -466,5 +509,34 @@ fn observed(
         ),
         websocket_echo: answer.websocket_echo.clone(),
         grpc_status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{listen_port, vector_location};
+
+    #[test]
+    fn privileged_ports_move_up_and_locations_move_back() {
+        assert_eq!(listen_port(80), 20_080);
+        assert_eq!(listen_port(443), 20_443);
+        assert_eq!(listen_port(8080), 8080);
+        assert_eq!(
+            vector_location("http://a.example:20080/x?y=1"),
+            "http://a.example/x?y=1"
+        );
+        assert_eq!(
+            vector_location("https://a.example:20443/"),
+            "https://a.example/"
+        );
+        assert_eq!(
+            vector_location("https://a.example:20080/"),
+            "https://a.example:80/"
+        );
+        assert_eq!(
+            vector_location("http://a.example:8080/x"),
+            "http://a.example:8080/x"
+        );
+        assert_eq!(vector_location("/relative"), "/relative");
     }
 }
