@@ -14,9 +14,9 @@ fn main() -> std::process::ExitCode {
     allocator::without_huge_pages();
     let command = cli::Command::parse();
     match command.run() {
-        Ok((output, success)) => {
-            print!("{output}");
-            if success {
+        Ok(outcome) => {
+            print!("{}", outcome.output);
+            if outcome.success {
                 std::process::ExitCode::SUCCESS
             } else {
                 std::process::ExitCode::FAILURE

@@ -27,7 +27,9 @@ fn effective_uid() -> u32 {
 
 #[test]
 fn the_live_run_needs_no_privileges() {
-    let _addresses = ADDRESSES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _addresses = ADDRESSES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let binary = env!("CARGO_BIN_EXE_culvert");
     let mut command = if effective_uid() == 0 {
         // As root, drop to `nobody` (no capabilities, no groups) for the run.
@@ -55,7 +57,9 @@ fn the_live_run_needs_no_privileges() {
 
 #[test]
 fn every_live_check_passes() {
-    let _addresses = ADDRESSES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _addresses = ADDRESSES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (report, tally) =
         culvert_proxy::live::run_dir_live(&vectors()).unwrap_or_else(|why| panic!("{why}"));
     assert_eq!(tally.failed, 0, "{report}");

@@ -3,6 +3,7 @@
 //! (no sockets); with it, over real sockets through a real data plane per file to
 //! echo backends on loopback. Exits non-zero when any check fails.
 
+use super::Outcome;
 use std::path::PathBuf;
 
 /// Arguments of `culvert conformance`.
@@ -17,13 +18,13 @@ pub(crate) struct ConformanceArgs {
     live: bool,
 }
 
-/// Runs the replay; `Ok((report, success))`.
-pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<(String, bool)> {
+/// Runs the replay; the report, successful when no check failed.
+pub(crate) fn run(args: &ConformanceArgs) -> anyhow::Result<Outcome> {
     let (report, tally) = if args.live {
         culvert_proxy::live::run_dir_live(&args.dir)
     } else {
         culvert_control_lite::conformance::run::run_dir(&args.dir)
     }
     .map_err(anyhow::Error::msg)?;
-    Ok((report, tally.failed == 0))
+    Ok(Outcome::judged(report, tally.failed == 0))
 }

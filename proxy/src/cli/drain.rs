@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::Outcome;
 use anyhow::Context;
 use bytes::Bytes;
 use culvert_router::parse_duration;
@@ -77,7 +78,7 @@ struct Target {
     token: Option<String>,
 }
 
-pub(crate) fn run(args: &DrainArgs) -> anyhow::Result<(String, bool)> {
+pub(crate) fn run(args: &DrainArgs) -> anyhow::Result<Outcome> {
     let target = target(args)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -94,15 +95,15 @@ pub(crate) fn run(args: &DrainArgs) -> anyhow::Result<(String, bool)> {
             String::from_utf8_lossy(&body).trim_end()
         );
         if !status.is_success() {
-            return Ok((out, false));
+            return Ok(Outcome::judged(out, false));
         }
         if !args.wait {
-            return Ok((out, true));
+            return Ok(Outcome::success(out));
         }
         let drained = wait_drained(&target, deadline).await;
         out.push_str(drained.message());
         out.push('\n');
-        Ok((out, !matches!(drained, Drained::TimedOut)))
+        Ok(Outcome::judged(out, !matches!(drained, Drained::TimedOut)))
     })
 }
 

@@ -14,6 +14,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::Outcome;
 use anyhow::Context;
 
 const NAMESPACE: &str = include_str!("../../../deploy/kubernetes/templates/namespace.yaml");
@@ -66,7 +67,7 @@ pub(crate) struct InstallArgs {
     no_secrets: bool,
 }
 
-pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<(String, bool)> {
+pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
     if args.mode == Mode::Controller {
         anyhow::bail!("--mode controller is not yet supported; use --mode daemonset");
     }
@@ -146,7 +147,7 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<(String, bool)> {
             out.push('\n');
         }
     }
-    Ok((out, true))
+    Ok(Outcome::success(out))
 }
 
 /// Fills `{{key}}` placeholders. A placeholder alone on its line takes a

@@ -39,12 +39,36 @@ enum Action {
     Drain(drain::DrainArgs),
 }
 
+/// What a command that ran to its end leaves: the text it prints on stdout, and
+/// whether it succeeded (the exit status), which a report can deny (a failed
+/// conformance check, an invalid manifest, a drain that timed out).
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) output: String,
+    pub(crate) success: bool,
+}
+
+impl Outcome {
+    /// `output`, and success.
+    pub(crate) fn success(output: String) -> Self {
+        Self {
+            output,
+            success: true,
+        }
+    }
+
+    /// `output`, and success only when `success` says so.
+    pub(crate) fn judged(output: String, success: bool) -> Self {
+        Self { output, success }
+    }
+}
+
 impl Command {
-    /// Runs the chosen command; returns what it prints and whether it succeeded.
-    pub(crate) fn run(self) -> anyhow::Result<(String, bool)> {
+    /// Runs the chosen command.
+    pub(crate) fn run(self) -> anyhow::Result<Outcome> {
         logging::install(self.log_level.as_deref())?;
         match self.action {
-            Action::Route(args) => route::run(&args).map(|out| (out, true)),
+            Action::Route(args) => route::run(&args).map(Outcome::success),
             Action::Conformance(args) => conformance::run(&args),
             Action::Validate(args) => validate::run(&args),
             Action::Serve(args) => serve::run(&args),

@@ -25,6 +25,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::Outcome;
 use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
@@ -148,7 +149,7 @@ fn parse_grace(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
 
-pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     let mut config = ServeConfig::new(args.control)
         .with_insecure_control(args.insecure_control)
         .with_trusted_hops(args.trusted_hops)
@@ -228,7 +229,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<(String, bool)> {
     server.shutdown();
     // Stops the watches and hands the Lease on.
     drop(kubernetes);
-    Ok((String::new(), true))
+    Ok(Outcome::success(String::new()))
 }
 
 /// The Kubernetes source's settings from the command line and the pod's

@@ -3,6 +3,7 @@
 //! non-zero when a document is malformed or a Gateway or route is not accepted, so
 //! it fits in a CI pipeline.
 
+use super::Outcome;
 use culvert_control_lite::model::Condition;
 use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{FixedAddresses, Options, translate};
@@ -43,8 +44,8 @@ fn accepted(conditions: &[Condition]) -> bool {
         .any(|c| c.kind == "Accepted" && c.is_true())
 }
 
-/// Runs the command; `Ok((report, success))`.
-pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<(String, bool)> {
+/// Runs the command; the report, successful when every manifest is valid.
+pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<Outcome> {
     let (store, problems) = Store::load(&args.path);
     let mut out = String::new();
     let mut ok = true;
@@ -123,5 +124,5 @@ pub(crate) fn run(args: &ValidateArgs) -> anyhow::Result<(String, bool)> {
             "invalid: see the conditions above"
         }
     )?;
-    Ok((out, ok))
+    Ok(Outcome::judged(out, ok))
 }

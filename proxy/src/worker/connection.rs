@@ -53,6 +53,15 @@ where
     }
 }
 
+/// How a connection reached the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// Clear text.
+    Plain,
+    /// TLS terminated here, with the SNI name the client sent (if it sent one).
+    Tls { sni: Option<Arc<str>> },
+}
+
 /// What a request handler knows about its connection.
 #[derive(Debug, Clone)]
 pub(crate) struct ConnectionInfo {
@@ -64,8 +73,8 @@ pub(crate) struct ConnectionInfo {
     pub(crate) local: SocketAddr,
     /// The address the listening socket is bound to (may be unspecified).
     pub(crate) bound: SocketAddr,
-    /// `Some` when TLS was terminated: the SNI name the client sent, if any.
-    pub(crate) tls: Option<Option<Arc<str>>>,
+    /// Whether TLS was terminated here, and for which name.
+    pub(crate) transport: Transport,
     /// The request came over a tunnel stream (the edge terminated the client's TLS).
     pub(crate) tunnel: bool,
 }
@@ -79,14 +88,14 @@ impl ConnectionInfo {
             peer_text: IpText::new(peer.ip()),
             local,
             bound,
-            tls: None,
+            transport: Transport::Plain,
             tunnel: false,
         }
     }
 
     /// `https` when TLS was terminated (here or at the tunnel edge), else `http`.
     pub(crate) fn scheme(&self) -> &'static str {
-        if self.tls.is_some() || self.tunnel {
+        if self.transport != Transport::Plain || self.tunnel {
             "https"
         } else {
             "http"
@@ -154,7 +163,9 @@ async fn serve_tls(
     };
     let session = stream.get_ref().1;
     // The only holder yet: this sets the field in place.
-    Rc::make_mut(&mut info).tls = Some(session.server_name().map(Arc::from));
+    Rc::make_mut(&mut info).transport = Transport::Tls {
+        sni: session.server_name().map(Arc::from),
+    };
     let version = match session.alpn_protocol() {
         Some(b"h2") => Some(HttpVersion::Http2),
         Some(b"http/1.1") => Some(HttpVersion::Http1),

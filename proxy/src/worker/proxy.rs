@@ -43,7 +43,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::body::{BodyFailure, ClientBody, CountedBody};
-use super::connection::ConnectionInfo;
+use super::connection::{ConnectionInfo, Transport};
 use super::drain::Drain;
 use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::http1::Upgraded;
@@ -405,7 +405,7 @@ impl Worker {
         // A connection whose SNI chose another listener than this request's Host
         // must not be used for it (RFC 9110 §15.5.20), whether or not a route of
         // the Host's listener would match.
-        if let Some(Some(sni)) = &info.tls {
+        if let Transport::Tls { sni: Some(sni) } = &info.transport {
             let by_sni = listener_for(&snapshot.table, info.bound, sni);
             let by_host = listener_for(&snapshot.table, info.bound, host);
             if by_host.is_some() && by_host != by_sni {

@@ -33,7 +33,7 @@ use tokio::time::{Instant, Sleep, sleep};
 
 use super::Worker;
 use super::body::ClientBody;
-use super::connection::ConnectionInfo;
+use super::connection::{ConnectionInfo, Transport};
 use super::drain::{Drain, DrainWatch};
 use super::h2c;
 use super::headers::upgrade_protocol;
@@ -137,7 +137,7 @@ pub(super) async fn serve(
         };
         // An upgrade names `Upgrade` in `Connection`: nothing is looked up unless
         // `Connection` named a field.
-        let clear_text = info.tls.is_none() && !info.tunnel;
+        let clear_text = info.transport == Transport::Plain && !info.tunnel;
         if clear_text && head.names_fields && h2c::wants_h2c(&head.request, head.body) {
             if let Some(stream_one) = h2c::stream_one(&head.request) {
                 return switch_to_h2c(&conn, stream_one).await;
