@@ -18,10 +18,10 @@ pub enum Error {
     Source(#[source] crate::SourceError),
     /// The tunnel could not be set up (bad token, no edge address, bad CA file).
     #[error("tunnel: {0}")]
-    Tunnel(String),
+    Tunnel(culvert_connector::Error),
     /// A certificate could not be loaded or a TLS setting is invalid.
     #[error("tls: {0}")]
-    Tls(String),
+    Tls(TlsError),
     /// The config is older than the one serving.
     #[error("config version {offered} is older than the serving version {current}")]
     StaleVersion {
@@ -67,6 +67,57 @@ pub enum Error {
         /// Index of the worker.
         index: usize,
     },
+}
+
+/// Why TLS could not be set up from a config.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// Two certificates share a namespace and name.
+    #[error("certificate {namespace}/{name} is defined twice")]
+    Duplicate {
+        /// The certificate's namespace.
+        namespace: String,
+        /// The certificate's name.
+        name: String,
+    },
+    /// A certificate or its key could not be read or does not parse.
+    #[error("certificate {namespace}/{name}: {reason}")]
+    Certificate {
+        /// The certificate's namespace.
+        namespace: String,
+        /// The certificate's name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An HTTPS listener names no certificate.
+    #[error("HTTPS listener {listener:?} has no certificateRefs")]
+    NoCertificate {
+        /// The listener's name.
+        listener: String,
+    },
+    /// A listener names a certificate the config does not define.
+    #[error(
+        "listener {listener:?} refers to certificate {namespace}/{name}, which the config does not define"
+    )]
+    UnknownCertificate {
+        /// The listener's name.
+        listener: String,
+        /// The certificate's namespace.
+        namespace: String,
+        /// The certificate's name.
+        name: String,
+    },
+    /// The config API's own certificate did not load.
+    #[error("control certificate did not load")]
+    ControlCertificate,
+    /// rustls refused the settings.
+    #[error("{0}")]
+    Rustls(rustls::Error),
+    /// No session-ticket keys could be made.
+    #[error("cannot make session ticket keys: {0}")]
+    Ticketer(rustls::Error),
 }
 
 impl Error {

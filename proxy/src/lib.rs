@@ -39,7 +39,7 @@ mod worker;
 
 pub use access_log::AccessLog;
 pub use control::{ControlTlsFiles, MAX_CONFIG_BYTES};
-pub use error::Error;
+pub use error::{Error, TlsError};
 pub use limits::ClientLimits;
 pub use panics::install_panic_hook;
 pub use server::{ServeConfig, Server};

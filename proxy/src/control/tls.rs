@@ -12,7 +12,7 @@ use rustls::server::ResolvesServerCert;
 use rustls::sign::CertifiedKey;
 use tokio_rustls::TlsAcceptor;
 
-use crate::{CertificateStore, Error};
+use crate::{CertificateStore, Error, TlsError};
 
 /// The certificate and key files of the config API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,10 +67,10 @@ fn build(files: &ControlTlsFiles) -> Result<(TlsAcceptor, CertificateStore), Err
     }])?;
     let key = store
         .get("", "control")
-        .ok_or_else(|| Error::Tls("control certificate did not load".to_owned()))?;
+        .ok_or(Error::Tls(TlsError::ControlCertificate))?;
     let mut config = ServerConfig::builder_with_provider(crate::crypto_provider())
         .with_safe_default_protocol_versions()
-        .map_err(|err| Error::Tls(err.to_string()))?
+        .map_err(|err| Error::Tls(TlsError::Rustls(err)))?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(OneCertificate(key)));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

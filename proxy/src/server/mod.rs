@@ -290,7 +290,7 @@ impl Server {
             .take()
             .map(Tunnel::new)
             .transpose()
-            .map_err(|err| Error::Tunnel(err.to_string()))?;
+            .map_err(Error::Tunnel)?;
         server.tunnel.clone_from(&tunnel);
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut links = Vec::with_capacity(workers);

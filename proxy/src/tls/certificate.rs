@@ -10,7 +10,7 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::Error;
+use crate::{Error, TlsError};
 
 /// The certificates of one config, and the files they were read from.
 #[derive(Debug, Default)]
@@ -43,16 +43,17 @@ impl CertificateStore {
         for config in configs {
             let id = (config.namespace.clone(), config.name.clone());
             if store.keys.contains_key(&id) {
-                return Err(Error::Tls(format!(
-                    "certificate {}/{} is defined twice",
-                    config.namespace, config.name
-                )));
+                return Err(Error::Tls(TlsError::Duplicate {
+                    namespace: config.namespace.clone(),
+                    name: config.name.clone(),
+                }));
             }
-            let key = store.load_one(config).map_err(|why| {
-                Error::Tls(format!(
-                    "certificate {}/{}: {why}",
-                    config.namespace, config.name
-                ))
+            let key = store.load_one(config).map_err(|reason| {
+                Error::Tls(TlsError::Certificate {
+                    namespace: config.namespace.clone(),
+                    name: config.name.clone(),
+                    reason,
+                })
             })?;
             store.keys.insert(id, Arc::new(key));
         }

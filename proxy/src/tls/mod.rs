@@ -24,7 +24,7 @@ use culvert_router::{ListenerId, RouteTable};
 use rustls::ServerConfig;
 use rustls::sign::CertifiedKey;
 
-use crate::Error;
+use crate::{Error, TlsError};
 use resolver::SniResolver;
 
 /// ALPN protocols offered by `HTTPS` listeners, most preferred first.
@@ -56,18 +56,20 @@ impl TlsSettings {
                 .map(|tls| tls.certificate_refs.as_slice())
                 .unwrap_or_default();
             if refs.is_empty() {
-                return Err(Error::Tls(format!(
-                    "HTTPS listener {:?} has no certificateRefs",
-                    listener.name
-                )));
+                return Err(Error::Tls(TlsError::NoCertificate {
+                    listener: listener.name.clone(),
+                }));
             }
             for reference in refs {
-                let key = store.get(&reference.namespace, &reference.name).ok_or_else(|| {
-                    Error::Tls(format!(
-                        "listener {:?} refers to certificate {}/{}, which the config does not define",
-                        listener.name, reference.namespace, reference.name
-                    ))
-                })?;
+                let key = store
+                    .get(&reference.namespace, &reference.name)
+                    .ok_or_else(|| {
+                        Error::Tls(TlsError::UnknownCertificate {
+                            listener: listener.name.clone(),
+                            namespace: reference.namespace.clone(),
+                            name: reference.name.clone(),
+                        })
+                    })?;
                 per_listener[index].push(key);
             }
             addresses.insert(listen_addr(listener.address, listener.port), ());
@@ -78,7 +80,7 @@ impl TlsSettings {
             let resolver = SniResolver::new(Arc::clone(table), addr, Arc::clone(&per_listener));
             let mut server = ServerConfig::builder_with_provider(crate::crypto_provider())
                 .with_safe_default_protocol_versions()
-                .map_err(|err| Error::Tls(err.to_string()))?
+                .map_err(|err| Error::Tls(TlsError::Rustls(err)))?
                 .with_no_client_auth()
                 .with_cert_resolver(Arc::new(resolver));
             server.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();

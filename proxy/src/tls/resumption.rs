@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use rustls::ServerConfig;
 use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
 
-use crate::Error;
+use crate::{Error, TlsError};
 
 /// Sessions the shared cache keeps for TLS 1.2 clients without tickets, about as many
 /// as nginx's `ssl_session_cache shared:SSL:10m`.
@@ -34,7 +34,7 @@ fn ticketer() -> Result<Arc<dyn ProducesTickets>, Error> {
         return Ok(Arc::clone(ticketer));
     }
     let made = rustls::crypto::aws_lc_rs::Ticketer::new()
-        .map_err(|err| Error::Tls(format!("cannot make session ticket keys: {err}")))?;
+        .map_err(|err| Error::Tls(TlsError::Ticketer(err)))?;
     // Two first uses at once each make one; the one stored first wins for both.
     Ok(Arc::clone(TICKETER.get_or_init(|| made)))
 }
