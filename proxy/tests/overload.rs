@@ -220,6 +220,46 @@ async fn a_continuation_flood_is_cut_off() {
     .unwrap();
 }
 
+/// Writes `frame` over and over for `for_how_long` without reading anything back;
+/// how many bytes the server took in that time.
+async fn flood(stream: &mut TcpStream, frame: &[u8], for_how_long: Duration) -> usize {
+    let batch = frame.repeat(4096);
+    let mut written = 0;
+    let _ = tokio::time::timeout(for_how_long, async {
+        while stream.write_all(&batch).await.is_ok() {
+            written += batch.len();
+        }
+    })
+    .await;
+    written
+}
+
+#[tokio::test]
+async fn control_frame_floods_are_held_back_by_their_own_answers() {
+    tokio::time::timeout(LIMIT, async {
+        let (_server, addr, _echo) = plane(ClientLimits::default()).await;
+        // Every PING and SETTINGS frame owes an acknowledgement. A client that
+        // never reads them stops being read once they back up: what the server
+        // takes in is bounded by the socket buffers, not by the flood.
+        for (kind, frame) in [
+            ("PING", frame(0x6, 0, 0, &[7; 8])),
+            ("SETTINGS", frame(SETTINGS, 0, 0, &[0, 0x3, 0, 0, 0, 100])),
+        ] {
+            let mut attacker = TcpStream::connect(addr).await.unwrap();
+            attacker.write_all(&preface()).await.unwrap();
+            let written = flood(&mut attacker, &frame, Duration::from_secs(3)).await;
+            println!("{kind} flood: the server took {written} bytes");
+            assert!(
+                written < 64 << 20,
+                "{kind} flood: the server took {written} bytes without its answers being read"
+            );
+            others_are_served(addr).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn streams_past_the_concurrency_limit_are_refused() {
     tokio::time::timeout(LIMIT, async {
