@@ -15,10 +15,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use culvert_connector::io::{
-    BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, Transport, TunnelBody,
+    BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, Transport, Tunnel, TunnelBody,
     TunnelConfig, TunnelHandler, TunnelUpgrade,
 };
-use culvert_connector::sim::{EdgeSim, SimConfig};
+use culvert_connector::sim::{EdgeSim, SimConfig, SimTransport};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt as _, Full};
@@ -76,6 +76,61 @@ pub fn tunnel_config_h2(sim: &EdgeSim) -> TunnelConfig {
     config.transport = Transport::Http2;
     config.h2_edges = Some(sim.h2_addrs().to_vec());
     config
+}
+
+/// A simulator on loopback that `transport` can reach: [`start_sim`] for QUIC,
+/// [`start_sim_h2`] otherwise.
+pub async fn start_sim_for(transport: Transport) -> EdgeSim {
+    match transport {
+        Transport::Quic => start_sim().await,
+        _ => start_sim_h2().await,
+    }
+}
+
+/// A tunnel configuration for `sim` over `transport`: [`tunnel_config`] for QUIC,
+/// [`tunnel_config_h2`] for HTTP/2.
+pub fn tunnel_config_for(sim: &EdgeSim, transport: Transport) -> TunnelConfig {
+    match transport {
+        Transport::Http2 => tunnel_config_h2(sim),
+        _ => {
+            let mut config = tunnel_config(sim);
+            config.transport = transport;
+            config
+        }
+    }
+}
+
+/// The transport the simulator reports for a connection over `transport`.
+pub fn sim_transport(transport: Transport) -> SimTransport {
+    match transport {
+        Transport::Http2 => SimTransport::Http2,
+        _ => SimTransport::Quic,
+    }
+}
+
+/// The simulator's listener addresses for `transport`.
+pub fn edge_addrs(sim: &EdgeSim, transport: Transport) -> &[SocketAddr] {
+    match transport {
+        Transport::Http2 => sim.h2_addrs(),
+        _ => sim.quic_addrs(),
+    }
+}
+
+/// Starts a tunnel over `transport` for `sim` serving with `echo`, all four
+/// indices on this thread, and waits for four registrations.
+pub async fn up(sim: &EdgeSim, echo: &Rc<Echo>, transport: Transport) -> Tunnel {
+    let tunnel = Tunnel::new(tunnel_config_for(sim, transport)).unwrap();
+    tunnel.spawn_all_local(handler(echo));
+    tunnel.wait_registered(4).await.unwrap();
+    wait_sim(sim, "4 registrations", |s| s.registered() == 4).await;
+    tunnel
+}
+
+/// Shuts `tunnel` down, waits for it to close, then shuts `sim` down.
+pub async fn down(tunnel: Tunnel, sim: EdgeSim) {
+    tunnel.shutdown();
+    tunnel.closed().await.unwrap();
+    sim.shutdown().await;
 }
 
 /// Waits until `cond` holds for the simulator's status (polling), bounded.
