@@ -44,13 +44,17 @@ class Reader:
         self.sock = sock
         self.buf = b""
 
-    def fill(self):
+    def recv(self, waiting_for="read timeout"):
+        """The next bytes from the socket (b"" once the peer closed)."""
         try:
-            chunk = self.sock.recv(65536)
+            return self.sock.recv(65536)
         except socket.timeout as err:
-            raise Failed("read timeout") from err
+            raise Failed(waiting_for) from err
         except OSError as err:
             raise Failed(f"read: {err.strerror or err}") from err
+
+    def fill(self):
+        chunk = self.recv()
         if not chunk:
             raise Failed("closed before the answer ended")
         self.buf += chunk
@@ -72,12 +76,7 @@ class Reader:
 
     def to_eof(self, limit=1 << 22):
         while True:
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout as err:
-                raise Failed("read timeout waiting for close") from err
-            except OSError as err:
-                raise Failed(f"read: {err.strerror or err}") from err
+            chunk = self.recv("read timeout waiting for close")
             if not chunk:
                 out, self.buf = self.buf, b""
                 return out
