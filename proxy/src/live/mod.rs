@@ -14,7 +14,7 @@
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
 //! ports, except that a privileged one (below 1024: 80, 443, ...) is moved up by
-//! [`PORT_SHIFT`] (80 to 20080), so the harness runs as any user. What the port
+//! `PORT_SHIFT` (80 to 20080), so the harness runs as any user. What the port
 //! shows through (a redirect's `Location` that keeps the listener's port) is
 //! mapped back before it is judged.
 //!
