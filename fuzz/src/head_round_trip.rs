@@ -11,7 +11,7 @@
 //! state, not fields that travel.
 
 use bytes::BytesMut;
-use culvert_wire::{BodyFraming, FieldLines, encode_request_head, parse_request_head};
+use culvert_wire::{BodyFraming, FieldLines, HeadLimits, encode_request_head, parse_request_head};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Version};
 
@@ -69,7 +69,7 @@ pub fn head_round_trip(data: &[u8]) {
     let mut wire = Vec::new();
     encode_request_head(&mut wire, &method, &target, &headers, &added, framing);
     let mut buf = BytesMut::from(&wire[..]);
-    let head = match parse_request_head(&mut buf) {
+    let head = match parse_request_head(&mut buf, HeadLimits::DEFAULT) {
         Ok(Some(head)) => head,
         other => panic!(
             "the written head {:?} parses to {other:?}",

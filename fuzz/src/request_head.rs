@@ -8,7 +8,7 @@
 //! `culvert_wire` documents of a parsed head.
 
 use bytes::BytesMut;
-use culvert_wire::{BodyFraming, RequestHead, WireError, parse_request_head};
+use culvert_wire::{BodyFraming, HeadLimits, RequestHead, WireError, parse_request_head};
 use http::{HeaderMap, Version};
 
 use crate::input::split_offsets;
@@ -70,7 +70,7 @@ impl Parsed {
 
 fn parse_whole(data: &[u8]) -> Outcome {
     let mut buf = BytesMut::from(data);
-    let head = parse_request_head(&mut buf)?;
+    let head = parse_request_head(&mut buf, HeadLimits::DEFAULT)?;
     Ok(head.map(|head| Parsed::new(head, &buf)))
 }
 
@@ -78,13 +78,13 @@ fn parse_whole(data: &[u8]) -> Outcome {
 fn parse_split(data: &[u8], at: usize) -> Outcome {
     let (first, second) = data.split_at(at);
     let mut buf = BytesMut::from(first);
-    if let Some(head) = parse_request_head(&mut buf)? {
+    if let Some(head) = parse_request_head(&mut buf, HeadLimits::DEFAULT)? {
         // The head was whole in the first read: what follows it is the body.
         buf.extend_from_slice(second);
         return Ok(Some(Parsed::new(head, &buf)));
     }
     buf.extend_from_slice(second);
-    let head = parse_request_head(&mut buf)?;
+    let head = parse_request_head(&mut buf, HeadLimits::DEFAULT)?;
     Ok(head.map(|head| Parsed::new(head, &buf)))
 }
 

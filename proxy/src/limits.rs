@@ -3,13 +3,26 @@
 
 use std::time::Duration;
 
+use culvert_wire::HeadLimits;
+
 /// Limits on client connections, the same for every listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientLimits {
-    /// How long a client may take to send a request head, idle keep-alive time
-    /// before it included (nginx's `client_header_timeout`). A client that sent
-    /// part of a head by then is answered `408`; an idle one is closed.
+    /// How long a client may take to send a request head (nginx's
+    /// `client_header_timeout`), counted from the connection's start for its
+    /// first request and from the first byte of each later one. A client that
+    /// sent part of a head by then is answered `408`; one that sent nothing is
+    /// closed.
     pub header_read_timeout: Duration,
+    /// How long a connection may stay idle between requests, waiting for the first
+    /// byte of the next one, before it is closed (nginx's `keepalive_timeout`).
+    pub keepalive_timeout: Duration,
+    /// How large a request head may be, in bytes and in fields (nginx's
+    /// `large_client_header_buffers`, HAProxy's `tune.http.maxhdr`): over either
+    /// the client gets `431` (`414` for a request line alone that long) and the
+    /// connection closes. On HTTP/2 the byte limit is the header list size
+    /// announced to the client.
+    pub request_head: HeadLimits,
     /// Client connections one worker holds open at most (nginx's
     /// `worker_connections`); one accepted past it is closed at once and counted
     /// (`culvert_refused_total{reason="connection_limit"}`), so the load goes to
@@ -27,6 +40,8 @@ pub struct ClientLimits {
 impl ClientLimits {
     /// The default [`ClientLimits::header_read_timeout`]: 30 s.
     pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default [`ClientLimits::keepalive_timeout`]: 75 s.
+    pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(75);
     /// The default [`ClientLimits::max_connections_per_worker`]: 16,384.
     pub const MAX_CONNECTIONS_PER_WORKER: usize = 16_384;
     /// The default [`ClientLimits::body_read_timeout`]: 60 s.
@@ -39,6 +54,8 @@ impl Default for ClientLimits {
     fn default() -> Self {
         Self {
             header_read_timeout: Self::HEADER_READ_TIMEOUT,
+            keepalive_timeout: Self::KEEPALIVE_TIMEOUT,
+            request_head: HeadLimits::DEFAULT,
             max_connections_per_worker: Self::MAX_CONNECTIONS_PER_WORKER,
             body_read_timeout: Self::BODY_READ_TIMEOUT,
             upgraded_idle_timeout: Self::UPGRADED_IDLE_TIMEOUT,

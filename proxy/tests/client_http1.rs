@@ -403,6 +403,7 @@ async fn a_slow_head_gets_408_and_an_idle_connection_just_closes() {
         let echo = EchoBackend::start(EchoConfig::new("echo")).await.unwrap();
         let limits = ClientLimits {
             header_read_timeout: Duration::from_secs(1),
+            keepalive_timeout: Duration::from_secs(1),
             ..ClientLimits::default()
         };
         let config = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -424,7 +425,8 @@ async fn a_slow_head_gets_408_and_an_idle_connection_just_closes() {
             started.elapsed()
         );
 
-        // A kept-alive connection that goes quiet after its answer closes silently.
+        // A kept-alive connection that goes quiet after its answer closes silently
+        // at the keep-alive timeout.
         let mut idle = Client::connect(addr).await;
         idle.send(b"GET / HTTP/1.1\r\nhost: echo.example\r\n\r\n")
             .await;

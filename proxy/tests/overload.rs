@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use culvert_bench::{EchoBackend, EchoConfig, EchoProtocol};
 use culvert_proxy::{ClientLimits, ServeConfig, Server};
+use culvert_wire::HeadLimits;
 use http::StatusCode;
 use support::{get, proxy_with, websocket_echo, websocket_upgrade};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -65,6 +66,8 @@ fn get_block() -> Vec<u8> {
 struct Seen {
     /// Streams the server answered with a HEADERS frame.
     answered: Vec<u32>,
+    /// The HPACK blocks of those HEADERS frames, in order.
+    blocks: Vec<Vec<u8>>,
     /// RST_STREAM frames: (stream, error code).
     resets: Vec<(u32, u32)>,
     /// The GOAWAY error code, if one came.
@@ -90,7 +93,10 @@ async fn read_frames(stream: &mut TcpStream, wait: Duration) -> Seen {
                 let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
                 let payload = &buf[9..9 + len];
                 match kind {
-                    HEADERS => seen.answered.push(id),
+                    HEADERS => {
+                        seen.answered.push(id);
+                        seen.blocks.push(payload.to_vec());
+                    }
                     RST_STREAM => {
                         let code = u32::from_be_bytes(payload[..4].try_into().unwrap());
                         seen.resets.push((id, code));
@@ -453,6 +459,187 @@ async fn refused_heads_are_counted_by_reason() {
         }
         assert_eq!(refused(&server, "malformed").await, 2);
         assert_eq!(refused(&server, "unsupported").await, 2);
+        others_are_served(addr).await;
+    })
+    .await
+    .unwrap();
+}
+
+/// Reads one HTTP/1.1 response off `client` (its head and `content-length` body).
+async fn read_response(client: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&answer).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    line.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if answer.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        let n = client.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed before a whole response: {text:?}");
+        answer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A request head for `echo.example` with `fields` fields in all, the extra ones
+/// carrying `value_len` bytes each.
+fn head_with(fields: usize, value_len: usize) -> Vec<u8> {
+    let mut head = b"GET /big HTTP/1.1\r\nhost: echo.example\r\n".to_vec();
+    for n in 1..fields {
+        head.extend_from_slice(format!("x-{n}: ").as_bytes());
+        head.resize(head.len() + value_len, b'v');
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
+/// An HPACK integer with an `prefix`-bit prefix whose other bits are `flags`.
+fn hpack_integer(flags: u8, prefix: u32, value: usize) -> Vec<u8> {
+    let max = (1usize << prefix) - 1;
+    if value < max {
+        return vec![flags | u8::try_from(value).unwrap()];
+    }
+    let mut out = vec![flags | u8::try_from(max).unwrap()];
+    let mut rest = value - max;
+    while rest >= 128 {
+        out.push(u8::try_from(rest % 128).unwrap() | 0x80);
+        rest /= 128;
+    }
+    out.push(u8::try_from(rest).unwrap());
+    out
+}
+
+#[tokio::test]
+async fn request_heads_past_the_configured_limits_are_refused() {
+    tokio::time::timeout(LIMIT, async {
+        let limits = ClientLimits {
+            request_head: HeadLimits::new(2048, 8).unwrap(),
+            ..ClientLimits::default()
+        };
+        let (server, addr, echo) = plane(limits).await;
+        let mut long_line = b"GET /".to_vec();
+        long_line.resize(3000, b'a');
+        for (request, status) in [
+            (head_with(9, 4), "431"),
+            (head_with(2, 3000), "431"),
+            (long_line, "414"),
+            (head_with(8, 200), "200"),
+        ] {
+            let mut client = TcpStream::connect(addr).await.unwrap();
+            client.write_all(&request).await.unwrap();
+            let answer = read_response(&mut client).await;
+            assert!(
+                answer.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{answer}"
+            );
+        }
+        // Only the head within the limits reached the backend.
+        assert_eq!(echo.requests().len(), 1);
+        assert_eq!(refused(&server, "too_large").await, 3);
+        // On HTTP/2 the byte limit is the header list size: a larger list is
+        // answered 431 on its stream, and the connection goes on.
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        let mut big_block = get_block();
+        big_block.extend(hpack_integer(0, 4, 0));
+        big_block.extend(hpack_integer(0, 7, 5));
+        big_block.extend_from_slice(b"x-big");
+        big_block.extend(hpack_integer(0, 7, 3000));
+        big_block.resize(big_block.len() + 3000, b'v');
+        let mut frames = preface();
+        frames.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1, &big_block));
+        frames.extend(frame(HEADERS, END_STREAM | END_HEADERS, 3, &get_block()));
+        client.write_all(&frames).await.unwrap();
+        let seen = read_frames(&mut client, Duration::from_secs(2)).await;
+        assert_eq!(seen.answered, [1, 3], "{seen:?}");
+        // `:status: 431`: a literal with the static table's `:status` name (index
+        // 8) and the Huffman code of "431".
+        assert_eq!(seen.blocks[0], [0x48, 0x83, 0x69, 0x90, 0xff], "{seen:?}");
+        assert_eq!(echo.requests().len(), 2);
+        others_are_served(addr).await;
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn idle_connections_get_the_keepalive_timeout_and_heads_the_header_timeout() {
+    tokio::time::timeout(LIMIT, async {
+        let limits = ClientLimits {
+            keepalive_timeout: Duration::from_secs(1),
+            header_read_timeout: Duration::from_secs(4),
+            ..ClientLimits::default()
+        };
+        let (server, addr, _echo) = plane(limits).await;
+        let request = &b"GET / HTTP/1.1\r\nhost: echo.example\r\n\r\n"[..];
+        let served = || async {
+            let mut client = TcpStream::connect(addr).await.unwrap();
+            client.write_all(request).await.unwrap();
+            assert!(
+                read_response(&mut client)
+                    .await
+                    .starts_with("HTTP/1.1 200 ")
+            );
+            client
+        };
+        // Idle after a request: closed once the keep-alive timeout passed, without
+        // an answer.
+        let mut idle = served().await;
+        let started = tokio::time::Instant::now();
+        let mut rest = Vec::new();
+        idle.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+            "{waited:?}"
+        );
+        // A head begun within the keep-alive timeout has the header read timeout
+        // to finish, counted from its first byte.
+        let mut slow = served().await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        slow.write_all(&request[..10]).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        slow.write_all(&request[10..]).await.unwrap();
+        assert!(read_response(&mut slow).await.starts_with("HTTP/1.1 200 "));
+        // One that never finishes gets 408 at the header read timeout.
+        slow.write_all(&request[..10]).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let mut answer = Vec::new();
+        slow.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+        assert!(
+            started.elapsed() >= Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(refused(&server, "header_timeout").await, 1);
+        // An HTTP/2 connection with no stream open is sent GOAWAY (no error) at the
+        // keep-alive timeout.
+        let mut h2 = TcpStream::connect(addr).await.unwrap();
+        let mut frames = preface();
+        frames.extend(frame(HEADERS, END_STREAM | END_HEADERS, 1, &get_block()));
+        h2.write_all(&frames).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let seen = read_frames(&mut h2, Duration::from_secs(5)).await;
+        assert_eq!(seen.answered, [1], "{seen:?}");
+        assert_eq!(seen.goaway, Some(0), "{seen:?}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(900),
+            "{:?}",
+            started.elapsed()
+        );
         others_are_served(addr).await;
     })
     .await

@@ -9,8 +9,8 @@
 //! - `raw`: response fields forwarded as the bytes they arrived in;
 //! - `lines`: fields the proxy adds to a request, kept as field lines.
 //!
-//! Everything a peer sends is untrusted: a head over [`MAX_HEAD`] bytes or
-//! [`MAX_HEADERS`] fields, a malformed line or conflicting `Content-Length` values
+//! Everything a peer sends is untrusted: a head over its [`HeadLimits`] (by default
+//! [`MAX_HEAD`] bytes and [`MAX_HEADERS`] fields), a malformed line or conflicting `Content-Length` values
 //! is a [`WireError`], never a panic. Header values are sliced out of the received
 //! bytes, not copied.
 
@@ -49,10 +49,85 @@ pub enum BodyFraming {
     Chunked,
 }
 
-/// Largest message head (or trailer section) accepted.
+/// Largest message head (or trailer section) accepted unless [`HeadLimits`] say
+/// otherwise.
 pub const MAX_HEAD: usize = 64 * 1024;
-/// Most header fields accepted in a message head or trailer section.
+/// Most header fields accepted in a message head or trailer section unless
+/// [`HeadLimits`] say otherwise.
 pub const MAX_HEADERS: usize = 128;
+
+/// How large a request head a server accepts: over `max_bytes` it is refused with
+/// `431` (`414` if the request line alone is that long), over `max_fields` with
+/// `431`. Response heads and trailer sections keep the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadLimits {
+    max_bytes: usize,
+    max_fields: usize,
+}
+
+impl HeadLimits {
+    /// [`MAX_HEAD`] bytes and [`MAX_HEADERS`] fields.
+    pub const DEFAULT: Self = Self {
+        max_bytes: MAX_HEAD,
+        max_fields: MAX_HEADERS,
+    };
+    /// The smallest head size a limit may set: room for a request line and a few
+    /// fields.
+    pub const MIN_BYTES: usize = 1024;
+    /// The largest head size a limit may set (offsets into a head are 32-bit, and a
+    /// head is held whole while it is parsed).
+    pub const MAX_BYTES: usize = 1024 * 1024;
+    /// The most fields a limit may allow (their slots live on the stack while a
+    /// head is parsed).
+    pub const MAX_FIELDS: usize = 1024;
+
+    /// Limits of `max_bytes` and `max_fields`, if each is within
+    /// [`MIN_BYTES`](Self::MIN_BYTES)..=[`MAX_BYTES`](Self::MAX_BYTES) and
+    /// 1..=[`MAX_FIELDS`](Self::MAX_FIELDS).
+    pub fn new(max_bytes: usize, max_fields: usize) -> Result<Self, HeadLimitError> {
+        if !(Self::MIN_BYTES..=Self::MAX_BYTES).contains(&max_bytes) {
+            return Err(HeadLimitError::Bytes(max_bytes));
+        }
+        if !(1..=Self::MAX_FIELDS).contains(&max_fields) {
+            return Err(HeadLimitError::Fields(max_fields));
+        }
+        Ok(Self {
+            max_bytes,
+            max_fields,
+        })
+    }
+
+    /// The largest head accepted, in bytes.
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    /// The most fields a head may have.
+    pub fn max_fields(&self) -> usize {
+        self.max_fields
+    }
+}
+
+impl Default for HeadLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A [`HeadLimits`] value out of range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeadLimitError {
+    /// The head size is not within the bounds.
+    #[error(
+        "a request head limit of {0} bytes is outside {min}..={max}",
+        min = HeadLimits::MIN_BYTES,
+        max = HeadLimits::MAX_BYTES
+    )]
+    Bytes(usize),
+    /// The field count is not within the bounds.
+    #[error("a request field limit of {0} is outside 1..={max}", max = HeadLimits::MAX_FIELDS)]
+    Fields(usize),
+}
 
 /// What a peer sent that is not HTTP/1.1 as we accept it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -91,7 +166,8 @@ pub enum WireError {
 }
 
 /// Uninitialised slots for the fields of one head.
-pub(crate) type FieldSlots<'b> = [MaybeUninit<httparse::Header<'b>>; MAX_HEADERS];
+pub(crate) type FieldSlots<'b, const N: usize = MAX_HEADERS> =
+    [MaybeUninit<httparse::Header<'b>>; N];
 
 /// Where a field's name and value sit in a head, so both can be taken from the head
 /// once it has been split off the read buffer.

@@ -17,8 +17,8 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    BodyFraming, CodecField, ContentLength, FieldSlots, MAX_HEAD, MAX_HEADERS, TransferCodings,
-    WireError, build_headers, field_spans, push_decimal, push_field, tokens,
+    BodyFraming, CodecField, ContentLength, FieldSlots, HeadLimits, TransferCodings, WireError,
+    build_headers, field_spans, push_decimal, push_field, tokens,
 };
 
 /// A parsed request head.
@@ -52,15 +52,24 @@ pub enum ResponseBodyFraming {
     UntilClose,
 }
 
-/// Takes one request head off the front of `buf`; `Ok(None)` until it is complete.
-pub fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, WireError> {
+/// Takes one request head no larger than `limits` off the front of `buf`;
+/// `Ok(None)` until it is complete.
+pub fn parse_request_head(
+    buf: &mut BytesMut,
+    limits: HeadLimits,
+) -> Result<Option<RequestHead>, WireError> {
     let config = httparse::ParserConfig::default();
-    let mut slots: FieldSlots<'_> = [const { MaybeUninit::uninit() }; MAX_HEADERS];
+    let max_bytes = limits.max_bytes();
+    let mut slots: FieldSlots<'_, { HeadLimits::MAX_FIELDS }> =
+        [const { MaybeUninit::uninit() }; HeadLimits::MAX_FIELDS];
+    let slots = &mut slots[..limits.max_fields()];
     let mut parsed = httparse::Request::new(&mut []);
-    let len = match config.parse_request_with_uninit_headers(&mut parsed, buf, &mut slots) {
-        Ok(httparse::Status::Complete(len)) if len <= MAX_HEAD => len,
-        Ok(httparse::Status::Complete(_)) => return Err(too_large(buf)),
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => return Err(too_large(buf)),
+    let len = match config.parse_request_with_uninit_headers(&mut parsed, buf, slots) {
+        Ok(httparse::Status::Complete(len)) if len <= max_bytes => len,
+        Ok(httparse::Status::Complete(_)) => return Err(too_large(buf, max_bytes)),
+        Ok(httparse::Status::Partial) if buf.len() > max_bytes => {
+            return Err(too_large(buf, max_bytes));
+        }
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(WireError::TooLarge),
         Err(httparse::Error::Version) => {
@@ -69,9 +78,9 @@ pub fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, Wir
             // only once the line has ended, so the answer does not depend on where
             // a read ended.
             return match other_version(buf)? {
-                OtherVersion::Incomplete if buf.len() > MAX_HEAD => Err(too_large(buf)),
+                OtherVersion::Incomplete if buf.len() > max_bytes => Err(too_large(buf, max_bytes)),
                 OtherVersion::Incomplete => Ok(None),
-                OtherVersion::LaterMinor => parse_request_head(buf),
+                OtherVersion::LaterMinor => parse_request_head(buf, limits),
             };
         }
         Err(_) => return Err(WireError::Malformed),
@@ -113,10 +122,10 @@ pub fn parse_request_head(buf: &mut BytesMut) -> Result<Option<RequestHead>, Wir
     }))
 }
 
-/// Why a head grew past [`MAX_HEAD`]: a request line that has not even ended is a
+/// Why a head grew past `max_bytes`: a request line that has not even ended is a
 /// target too long (414), else the fields are too large (431).
-fn too_large(buf: &[u8]) -> WireError {
-    let line_end = buf.iter().take(MAX_HEAD).position(|&b| b == b'\n');
+fn too_large(buf: &[u8], max_bytes: usize) -> WireError {
+    let line_end = buf.iter().take(max_bytes).position(|&b| b == b'\n');
     if line_end.is_none() {
         WireError::TargetTooLong
     } else {

@@ -3,7 +3,7 @@ use http::header::{HeaderMap, HeaderName};
 use http::{HeaderValue, Method, StatusCode, Version};
 
 use super::{
-    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldLines, FieldsAs, MAX_HEAD,
+    BodyDecoder, BodyFraming, Chunk, ChunkedDecoder, FieldLines, FieldsAs, HeadLimits, MAX_HEAD,
     ResponseFraming, WireError, encode_chunk_start, encode_last_chunk, encode_request_head,
     parse_request_head, parse_response_head,
 };
@@ -464,7 +464,7 @@ fn fields_going_on_unchanged_stay_raw_and_parse_on_demand() {
 }
 
 fn parse_request(bytes: &[u8]) -> Result<Option<super::RequestHead>, WireError> {
-    parse_request_head(&mut BytesMut::from(bytes))
+    parse_request_head(&mut BytesMut::from(bytes), HeadLimits::DEFAULT)
 }
 
 #[test]
@@ -649,7 +649,9 @@ fn heads_with_more_fields_than_fit_inline_keep_every_field() {
 #[test]
 fn pipelined_heads_leave_the_next_request_in_the_buffer() {
     let mut buf = BytesMut::from(&b"GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\n"[..]);
-    let first = parse_request_head(&mut buf).unwrap().unwrap();
+    let first = parse_request_head(&mut buf, HeadLimits::DEFAULT)
+        .unwrap()
+        .unwrap();
     assert_eq!(first.request.uri(), "/1");
     assert_eq!(&buf[..], b"GET /2 HTTP/1.1\r\n\r\n");
 }
@@ -838,9 +840,15 @@ fn a_later_http_1_minor_is_read_as_http_1_1() {
     assert!(head.keep_alive);
     // The line may arrive in pieces: the rewritten digit stays in the buffer.
     let mut buf = BytesMut::from(&b"GET / HTTP/1.9"[..]);
-    assert!(parse_request_head(&mut buf).unwrap().is_none());
+    assert!(
+        parse_request_head(&mut buf, HeadLimits::DEFAULT)
+            .unwrap()
+            .is_none()
+    );
     buf.extend_from_slice(b"\r\nhost: a\r\n\r\n");
-    let head = parse_request_head(&mut buf).unwrap().unwrap();
+    let head = parse_request_head(&mut buf, HeadLimits::DEFAULT)
+        .unwrap()
+        .unwrap();
     assert_eq!(head.request.version(), Version::HTTP_11);
 }
 
@@ -856,6 +864,63 @@ fn an_overlong_request_line_is_414_and_overlong_fields_431() {
     assert!(super::error_response(WireError::TooLarge).starts_with(b"HTTP/1.1 431 "));
     assert!(super::error_response(WireError::UnsupportedCoding).starts_with(b"HTTP/1.1 501 "));
     assert!(super::error_response(WireError::UnsupportedVersion).starts_with(b"HTTP/1.1 505 "));
+}
+
+#[test]
+fn request_head_limits_hold_both_ways() {
+    let head_with = |fields: usize, value_len: usize| {
+        let mut head = b"GET / HTTP/1.1\r\nhost: a\r\n".to_vec();
+        for n in 1..fields {
+            head.extend_from_slice(format!("x-{n}: ").as_bytes());
+            head.resize(head.len() + value_len, b'v');
+            head.extend_from_slice(b"\r\n");
+        }
+        head.extend_from_slice(b"\r\n");
+        head
+    };
+    let parse = |head: &[u8], limits: HeadLimits| {
+        parse_request_head(&mut BytesMut::from(head), limits).map(|head| head.is_some())
+    };
+    let small = HeadLimits::new(2048, 8).unwrap();
+    assert_eq!(parse(&head_with(8, 10), small), Ok(true));
+    assert_eq!(parse(&head_with(9, 10), small), Err(WireError::TooLarge));
+    assert_eq!(parse(&head_with(2, 2100), small), Err(WireError::TooLarge));
+    // Over the limit before it is complete: refused without waiting for the end.
+    let partial = &head_with(2, 2100)[..2080];
+    assert_eq!(parse(partial, small), Err(WireError::TooLarge));
+    let mut line = b"GET /".to_vec();
+    line.resize(2100, b'a');
+    assert_eq!(parse(&line, small), Err(WireError::TargetTooLong));
+    // Larger limits take what the defaults refuse.
+    let large = HeadLimits::new(256 * 1024, 512).unwrap();
+    let many = head_with(300, 10);
+    assert_eq!(parse(&many, HeadLimits::DEFAULT), Err(WireError::TooLarge));
+    assert_eq!(parse(&many, large), Ok(true));
+    let big = head_with(2, 100 * 1024);
+    assert_eq!(parse(&big, HeadLimits::DEFAULT), Err(WireError::TooLarge));
+    assert_eq!(parse(&big, large), Ok(true));
+    let max_fields = head_with(HeadLimits::MAX_FIELDS, 1);
+    let most = HeadLimits::new(HeadLimits::MAX_BYTES, HeadLimits::MAX_FIELDS).unwrap();
+    assert_eq!(parse(&max_fields, most), Ok(true));
+}
+
+#[test]
+fn request_head_limits_out_of_range_are_refused() {
+    use super::HeadLimitError;
+    assert_eq!(HeadLimits::new(1023, 8), Err(HeadLimitError::Bytes(1023)));
+    assert_eq!(
+        HeadLimits::new(HeadLimits::MAX_BYTES + 1, 8),
+        Err(HeadLimitError::Bytes(HeadLimits::MAX_BYTES + 1))
+    );
+    assert_eq!(HeadLimits::new(4096, 0), Err(HeadLimitError::Fields(0)));
+    assert_eq!(
+        HeadLimits::new(4096, HeadLimits::MAX_FIELDS + 1),
+        Err(HeadLimitError::Fields(HeadLimits::MAX_FIELDS + 1))
+    );
+    assert_eq!(
+        HeadLimits::new(MAX_HEAD, super::MAX_HEADERS),
+        Ok(HeadLimits::DEFAULT)
+    );
 }
 
 #[test]
@@ -948,11 +1013,11 @@ fn a_version_is_judged_the_same_whatever_the_reads() {
     ] {
         for split in 1..wire.len() {
             let mut buf = BytesMut::from(&wire[..split]);
-            let first = parse_request_head(&mut buf);
+            let first = parse_request_head(&mut buf, HeadLimits::DEFAULT);
             let outcome = match first {
                 Ok(None) => {
                     buf.extend_from_slice(&wire[split..]);
-                    parse_request_head(&mut buf)
+                    parse_request_head(&mut buf, HeadLimits::DEFAULT)
                 }
                 other => other,
             };

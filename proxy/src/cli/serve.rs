@@ -32,6 +32,7 @@ use culvert_connector::proto::TunnelToken;
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
 use culvert_proxy::{ClientLimits, ControlTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
+use culvert_wire::HeadLimits;
 
 /// Arguments of `culvert serve`.
 #[derive(Debug, clap::Args)]
@@ -126,10 +127,22 @@ pub(crate) struct ServeArgs {
     /// How long in-flight requests may take to finish once draining (`30s`, `500ms`).
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
     drain_grace: Duration,
-    /// How long a client may take to send a request head, idle keep-alive time
-    /// included (nginx's `client_header_timeout`); a partial head then gets 408.
+    /// How long a client may take to send a request head, from the connection's
+    /// start or the next request's first byte (nginx's `client_header_timeout`);
+    /// a partial head then gets 408.
     #[arg(long, default_value = "30s", value_parser = parse_grace)]
     header_read_timeout: Duration,
+    /// How long a connection may wait idle for its next request before it is
+    /// closed (nginx's `keepalive_timeout`).
+    #[arg(long, default_value = "75s", value_parser = parse_grace)]
+    keepalive_timeout: Duration,
+    /// Largest request head accepted, in bytes (a larger one gets 431, or 414 when
+    /// the request line alone is that long); also the HTTP/2 header list size.
+    #[arg(long, default_value_t = HeadLimits::DEFAULT.max_bytes())]
+    max_request_head_bytes: usize,
+    /// Most header fields a request head may have (more get 431).
+    #[arg(long, default_value_t = HeadLimits::DEFAULT.max_fields())]
+    max_request_fields: usize,
     /// Client connections one worker holds open at most (nginx's
     /// `worker_connections`); past it new connections are closed at once.
     #[arg(long, default_value_t = ClientLimits::MAX_CONNECTIONS_PER_WORKER)]
@@ -155,6 +168,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         .with_trusted_hops(args.trusted_hops)
         .with_client_limits(ClientLimits {
             header_read_timeout: args.header_read_timeout,
+            keepalive_timeout: args.keepalive_timeout,
+            request_head: HeadLimits::new(args.max_request_head_bytes, args.max_request_fields)?,
             max_connections_per_worker: args.max_connections_per_worker,
             body_read_timeout: args.body_read_timeout,
             upgraded_idle_timeout: args.upgraded_idle_timeout,

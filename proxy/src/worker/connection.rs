@@ -31,6 +31,7 @@ use super::drain::DrainWatch;
 use super::h2c;
 use super::headers::IpText;
 use super::http1;
+use super::idle::StreamActivity;
 use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::{OpenConnection, Refusal};
 
@@ -252,7 +253,8 @@ async fn serve_switched_to_h2c(
     serve_http2(worker, Prefixed::new(read, io), info, drain).await;
 }
 
-/// Serves HTTP/2 on `io` until the client closes or the worker drains.
+/// Serves HTTP/2 on `io` until the client closes, the worker drains or no stream
+/// has been open for the keep-alive timeout.
 async fn serve_http2<I>(
     worker: Rc<Worker>,
     io: I,
@@ -264,16 +266,27 @@ async fn serve_http2<I>(
     // HTTP/2 moves each request future into a task of its own: boxed, a pointer is
     // moved instead of the whole future.
     let stats_worker = Rc::clone(&worker);
+    let limits = *worker.limits();
+    let activity = StreamActivity::new();
+    let streams = Rc::clone(&activity);
     let service = service_fn(move |request| {
         let worker = Rc::clone(&worker);
         let info = Rc::clone(&info);
-        Box::pin(async move { Ok::<_, Infallible>(worker.handle_http2(request, &info).await) })
+        let open = streams.open();
+        Box::pin(async move {
+            let response = worker.handle_http2(request, &info).await;
+            drop(open);
+            Ok::<_, Infallible>(response)
+        })
     });
+    let max_header_list_size = u32::try_from(limits.request_head.max_bytes()).unwrap_or(u32::MAX);
     let connection = http2::Builder::new(LocalExec)
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .max_header_list_size(max_header_list_size)
         .serve_connection(TokioIo::new(io), service);
-    let ended = until_closed(pin!(connection), &mut drain, |connection| {
+    let idle = activity.idle_for(limits.keepalive_timeout);
+    let ended = until_closed(pin!(connection), &mut drain, idle, |connection| {
         connection.graceful_shutdown();
     })
     .await;
@@ -300,16 +313,18 @@ fn http2_refusal(error: &hyper::Error) -> Option<Refusal> {
 }
 
 /// Drives `connection` until it ends, and returns how it ended; when the worker
-/// starts draining, asks it to shut down gracefully and lets it finish what is in
-/// flight.
+/// starts draining or `idle` ends, asks it to shut down gracefully and lets it
+/// finish what is in flight.
 async fn until_closed<C: Future>(
     mut connection: Pin<&mut C>,
     drain: &mut DrainWatch<'_>,
+    idle: impl Future<Output = ()>,
     shutdown: impl FnOnce(Pin<&mut C>),
 ) -> C::Output {
     tokio::select! {
         ended = connection.as_mut() => return ended,
         () = drain.drained() => {}
+        () = idle => {}
     }
     shutdown(connection.as_mut());
     connection.await

@@ -20,6 +20,7 @@ mod drain;
 mod h2c;
 mod headers;
 mod http1;
+mod idle;
 mod listen;
 mod outgoing;
 mod proxy;

@@ -20,7 +20,7 @@ use super::io::Io;
 use crate::worker::stack_read::poll_read_on_stack;
 use crate::worker::tick::{TickListing, Ticks};
 use culvert_wire::{
-    BodyDecoder, BodyFraming, Chunk, MAX_HEAD, RequestHead, WireError, parse_request_head,
+    BodyDecoder, BodyFraming, Chunk, HeadLimits, RequestHead, WireError, parse_request_head,
 };
 
 /// Bytes reserved when a request head needs another read.
@@ -35,6 +35,8 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 pub(crate) struct Conn {
     io: Box<dyn Io>,
     read: BytesMut,
+    /// How large a request head may be.
+    head_limits: HeadLimits,
     /// The body of the current request.
     body: BodyDecoder,
     /// Bytes of `100 Continue` still to be written before the body is first read.
@@ -47,11 +49,13 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// A connection whose first bytes, `read`, were taken off `io` already.
-    pub(crate) fn new(io: Box<dyn Io>, read: BytesMut) -> Self {
+    /// A connection whose first bytes, `read`, were taken off `io` already, and
+    /// whose request heads may be as large as `head_limits`.
+    pub(crate) fn new(io: Box<dyn Io>, read: BytesMut, head_limits: HeadLimits) -> Self {
         Self {
             io,
             read,
+            head_limits,
             body: BodyDecoder::request(BodyFraming::Empty),
             continue_due: 0,
             exchange: 0,
@@ -64,7 +68,7 @@ impl Conn {
         if self.read.is_empty() {
             return Ok(None);
         }
-        parse_request_head(&mut self.read)
+        parse_request_head(&mut self.read, self.head_limits)
     }
 
     /// Whether bytes the client sent wait unparsed (part of a request head).
@@ -255,7 +259,7 @@ impl Conn {
     /// request body is being read (its reader sees the close) or once more than a
     /// head's worth of bytes waits unread.
     pub(super) fn poll_client_gone(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        while self.body.is_done() && self.read.len() <= MAX_HEAD {
+        while self.body.is_done() && self.read.len() <= self.head_limits.max_bytes() {
             let read = &mut self.read;
             match ready!(poll_read_on_stack(&mut self.io, cx, |bytes| {
                 read.extend_from_slice(bytes);

@@ -10,11 +10,13 @@
 //! A clear-text request that asks for h2c by upgrade switches the connection to
 //! HTTP/2 (see [`super::h2c`]).
 //! Malformed heads are answered 400, heads over the size limits 431, and the
-//! connection closes. A client gets the header read timeout (`ClientLimits`) to
-//! send each head (answered 408 if it sent part of one by then),
-//! idle time between requests included (measured from the worker tick in which
-//! the wait began: the timer is reset at most once per tick, so it is not rearmed
-//! for every request of a busy connection).
+//! connection closes. Between requests a connection may idle for the keep-alive
+//! timeout; from the first byte of a request (or the connection's start) the
+//! client gets the header read timeout to send the whole head, and is answered 408
+//! if it sent part of one by then (`ClientLimits`). Both are measured from the
+//! worker tick in which the wait began: the timer is reset at most once per tick
+//! unless what is awaited changes, so it is not rearmed for every request of a
+//! busy connection.
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -40,6 +42,7 @@ use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
 use super::sniff::Prefixed;
+use crate::limits::ClientLimits;
 use crate::metrics::Refusal;
 use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
@@ -94,14 +97,17 @@ pub(super) async fn serve(
     info: &ConnectionInfo,
     drain: &mut DrainWatch<'_>,
 ) -> Option<SwitchedToH2c> {
-    let conn = Rc::new(RefCell::new(Conn::new(io, read)));
-    let header_read_timeout = worker.limits().header_read_timeout;
-    let mut deadline = pin!(sleep(header_read_timeout));
-    // The tick the deadline was last set in.
+    let limits = worker.limits();
+    let conn = Rc::new(RefCell::new(Conn::new(io, read, limits.request_head)));
+    let mut deadline = pin!(sleep(limits.header_read_timeout));
+    // What the deadline was last set for, and in which tick.
+    let mut deadline_wait = HeadWait::Head;
     let mut deadline_tick = worker.ticks().now();
+    // Whether a request was answered on this connection (later ones may idle first).
+    let mut answered = false;
     // Ends with the head refused, if it was, for a connection that closes.
     let refused = 'serve: loop {
-        let head = 'head: {
+        let head = 'head: loop {
             // A statement, so the parse result (hundreds of bytes) is not kept in
             // this future while the connection waits idle below.
             match conn.borrow_mut().parse_head() {
@@ -109,19 +115,27 @@ pub(super) async fn serve(
                 Err(error) => break 'serve Some(error),
                 Ok(None) => {}
             }
+            let wait = if answered && !conn.borrow().has_unparsed_bytes() {
+                HeadWait::Idle
+            } else {
+                HeadWait::Head
+            };
             let tick = worker.ticks().now();
-            if tick != deadline_tick {
+            if tick != deadline_tick || wait != deadline_wait {
                 deadline_tick = tick;
+                deadline_wait = wait;
                 deadline
                     .as_mut()
-                    .reset(Instant::now() + header_read_timeout);
+                    .reset(Instant::now() + wait.timeout(limits));
             }
             tokio::select! {
                 biased;
-                head = read_head(&conn) => match head {
-                    Some(Ok(head)) => head,
-                    Some(Err(error)) => break 'serve Some(error),
-                    None => return None,
+                head = read_head(&conn, wait) => match head {
+                    ReadHead::Head(head) => break 'head head,
+                    ReadHead::Refused(error) => break 'serve Some(error),
+                    // The next request began: its head gets the header read timeout.
+                    ReadHead::Started => {}
+                    ReadHead::Closed => return None,
                 },
                 () = drain.drained() => return None,
                 () = deadline.as_mut() => {
@@ -147,7 +161,10 @@ pub(super) async fn serve(
         // is in flight, so an idle kept-alive connection holds just this loop.
         let exchange = Box::pin(serve_one(worker, &conn, head, info));
         match exchange.await {
-            Next::Request => conn.borrow_mut().release_buffer(),
+            Next::Request => {
+                answered = true;
+                conn.borrow_mut().release_buffer();
+            }
             Next::Close => break 'serve None,
             Next::Upgrade(handover) => {
                 hand_over(&conn, handover);
@@ -185,17 +202,52 @@ async fn switch_to_h2c(conn: &RefCell<Conn>, stream_one: Vec<u8>) -> Option<Swit
     })
 }
 
-/// Reads until a whole request head is in; `None` when the client closed (or
-/// broke the connection) first.
-async fn read_head(conn: &RefCell<Conn>) -> Option<Result<RequestHead, WireError>> {
+/// What a connection waits for between requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeadWait {
+    /// The rest of a request head (or the first request's): the header read
+    /// timeout.
+    Head,
+    /// The first byte of the next request: the keep-alive timeout.
+    Idle,
+}
+
+impl HeadWait {
+    fn timeout(self, limits: &ClientLimits) -> Duration {
+        match self {
+            Self::Head => limits.header_read_timeout,
+            Self::Idle => limits.keepalive_timeout,
+        }
+    }
+}
+
+/// What reading a request head came to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per head and taken apart at once; boxing would allocate per request"
+)]
+enum ReadHead {
+    Head(RequestHead),
+    Refused(WireError),
+    /// An idle connection received the first bytes of a head, not all of it.
+    Started,
+    /// The client closed (or broke) the connection first.
+    Closed,
+}
+
+/// Reads until a whole request head is in, or, when the connection was idle
+/// (`wait` is [`HeadWait::Idle`]), until any part of one is.
+async fn read_head(conn: &RefCell<Conn>, wait: HeadWait) -> ReadHead {
     loop {
         match poll_fn(|cx| conn.borrow_mut().poll_read_head(cx)).await {
-            Ok(0) | Err(_) => return None,
+            Ok(0) | Err(_) => return ReadHead::Closed,
             Ok(_) => {}
         }
         match conn.borrow_mut().parse_head() {
+            Ok(Some(head)) => return ReadHead::Head(head),
+            Err(error) => return ReadHead::Refused(error),
+            Ok(None) if wait == HeadWait::Idle => return ReadHead::Started,
             Ok(None) => {}
-            parsed => return parsed.transpose(),
         }
     }
 }

@@ -45,11 +45,15 @@ fn connection_and_request_futures_stay_within_their_bounds() {
     drop(connection);
 
     let mut head = BytesMut::from(&b"GET / HTTP/1.1\r\nhost: a.example\r\n\r\n"[..]);
-    let head = culvert_wire::parse_request_head(&mut head)
+    let head = culvert_wire::parse_request_head(&mut head, culvert_wire::HeadLimits::DEFAULT)
         .expect("parses")
         .expect("whole");
     let io: Box<dyn Io> = Box::new(tokio::io::empty());
-    let conn = Rc::new(std::cell::RefCell::new(Conn::new(io, BytesMut::new())));
+    let conn = Rc::new(std::cell::RefCell::new(Conn::new(
+        io,
+        BytesMut::new(),
+        culvert_wire::HeadLimits::DEFAULT,
+    )));
     let request = serve_one(&worker, &conn, head, &info);
     let request_size = size_of_val(&request);
     drop(request);
