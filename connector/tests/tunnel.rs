@@ -50,6 +50,7 @@ on_both_transports!(
     handler_errors_become_connect_errors_and_late_errors_reset,
     drain_finishes_in_flight_requests_and_takes_no_new_ones,
     a_wrong_secret_stops_the_tunnel_with_a_clear_error,
+    streams_past_the_limit_wait_for_a_free_one,
 );
 
 async fn registers_four_connections_on_four_addresses(transport: Transport) {
@@ -322,6 +323,47 @@ async fn drain_finishes_in_flight_requests_and_takes_no_new_ones(transport: Tran
         );
         wait_sim(&sim, "connections closed", |s| s.connections.is_empty()).await;
         sim.shutdown().await;
+    })
+    .await;
+}
+
+/// A connection takes at most `max_concurrent_streams` request streams at once
+/// (QUIC's stream credit, HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS less the control
+/// stream): the edge's further
+/// requests wait for a stream to end instead of reaching the origin, and are
+/// served once they do.
+async fn streams_past_the_limit_wait_for_a_free_one(transport: Transport) {
+    local(async {
+        let sim = start_sim_for(transport).await;
+        let echo = Rc::new(Echo::default());
+        let mut config = tunnel_config_for(&sim, transport);
+        config.ha_connections = 1;
+        config.max_concurrent_streams = 4;
+        let tunnel = Tunnel::new(config).unwrap();
+        tunnel.spawn_all_local(handler(&echo));
+        tunnel.wait_registered(1).await.unwrap();
+        let addr = sim.http_addr();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..10 {
+            tasks.spawn(async move { get(addr, "/slow").await });
+        }
+        while echo.slow_started.get() < 4 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The other six are sent and wait at the edge, not at the origin.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(echo.slow_started.get(), 4);
+        echo.release();
+        let mut ok = 0;
+        while let Some(got) = tasks.join_next().await {
+            let got = got.unwrap();
+            assert_eq!(got.status, StatusCode::OK, "{:?}", got.body);
+            ok += 1;
+        }
+        assert_eq!(ok, 10);
+        assert_eq!(echo.slow_started.get(), 10);
+        assert_eq!(tunnel.registered(), 1);
+        down(tunnel, sim).await;
     })
     .await;
 }

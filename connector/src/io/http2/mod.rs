@@ -85,8 +85,12 @@ pub(crate) async fn run(
             .await
             .map_err(|_| "tls handshake timed out".to_owned())?
             .map_err(|e| format!("tls handshake: {e}"))?;
+        // The edge's control stream is one of the connection's streams too: the
+        // limit is on request streams, as over QUIC (where the control stream is
+        // ours and draws on other credit).
+        let streams = shared.config.max_concurrent_streams.saturating_add(1);
         let connection = h2::server::Builder::new()
-            .max_concurrent_streams(shared.config.max_concurrent_streams)
+            .max_concurrent_streams(streams)
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
             .handshake::<_, Bytes>(tls);

@@ -131,7 +131,9 @@ pub struct TunnelConfig {
     pub rpc_timeout: Duration,
     /// Reconnect backoff.
     pub backoff: BackoffConfig,
-    /// Bound on concurrent streams the edge may open on one connection.
+    /// Bound on concurrent request streams the edge may open on one connection
+    /// (the control stream not counted); the edge's further requests wait for one
+    /// to end.
     pub max_concurrent_streams: u32,
     /// The connector UUID sent as `ClientInfo.clientId`; random when `None`.
     pub client_id: Option<Uuid>,
