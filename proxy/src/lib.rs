@@ -31,6 +31,7 @@ mod limits;
 pub mod live;
 mod metrics;
 mod panics;
+mod pipeline;
 mod server;
 mod snapshot;
 mod source;

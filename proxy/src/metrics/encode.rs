@@ -20,9 +20,8 @@ use super::snapshot::RouteSnapshot;
 
 /// Reads one counter of a route.
 type RouteCounter = fn(&RouteSnapshot) -> u64;
-use super::{
-    BackendFailure, ControlStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot,
-};
+use super::{ControlStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot};
+use crate::pipeline::BackendFailure;
 
 /// The `Content-Type` to serve [`encode`]'s output with:
 /// `text/plain; version=0.0.4; charset=utf-8`.

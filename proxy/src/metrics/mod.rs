@@ -145,65 +145,6 @@ impl Refusal {
     }
 }
 
-/// Why a request was answered without a usable upstream response; the `reason`
-/// label of `culvert_backend_errors_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum BackendFailure {
-    /// The chosen backend reference is invalid, or no backend has weight: 500.
-    InvalidBackend,
-    /// The backend has no endpoints: 503.
-    NoEndpoints,
-    /// Connecting to the endpoint failed or timed out: 502.
-    Connect,
-    /// The endpoint broke the protocol or closed the connection mid-exchange: 502.
-    Protocol,
-    /// The rule's timeout ran out before the response head arrived: 504.
-    Timeout,
-}
-
-impl BackendFailure {
-    /// Every reason, in label order.
-    pub(crate) const ALL: [Self; 5] = [
-        Self::InvalidBackend,
-        Self::NoEndpoints,
-        Self::Connect,
-        Self::Protocol,
-        Self::Timeout,
-    ];
-
-    /// The `reason` label value.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidBackend => "invalid_backend",
-            Self::NoEndpoints => "no_endpoints",
-            Self::Connect => "connect",
-            Self::Protocol => "protocol",
-            Self::Timeout => "timeout",
-        }
-    }
-
-    /// The status the client is answered with for this failure.
-    pub(crate) fn status(self) -> StatusCode {
-        match self {
-            Self::InvalidBackend => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::NoEndpoints => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Connect | Self::Protocol => StatusCode::BAD_GATEWAY,
-            Self::Timeout => StatusCode::GATEWAY_TIMEOUT,
-        }
-    }
-
-    /// Position in [`Self::ALL`] and in the per-route error counters.
-    fn index(self) -> usize {
-        match self {
-            Self::InvalidBackend => 0,
-            Self::NoEndpoints => 1,
-            Self::Connect => 2,
-            Self::Protocol => 3,
-            Self::Timeout => 4,
-        }
-    }
-}
-
 /// The `status_class` label values, indexed by [`status_class_index`].
 const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{BackendFailure, DURATION_BUCKETS, Refusal, STATUS_CLASSES};
+use super::{DURATION_BUCKETS, Refusal, STATUS_CLASSES};
+use crate::pipeline::BackendFailure;
 
 /// Every counter of one worker (from [`WorkerStats::snapshot`]) or the sum of several
 /// (after [`merge`](Self::merge)). Gauges add up too: the merged

@@ -3,6 +3,7 @@ use std::time::Duration;
 use http::StatusCode;
 
 use super::*;
+use crate::pipeline::BackendFailure;
 
 fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)

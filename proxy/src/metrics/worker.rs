@@ -19,9 +19,10 @@ use crate::fast_map::FastMap;
 
 use super::snapshot::{HistogramSnapshot, ListenerSnapshot, RouteSnapshot, StatsSnapshot};
 use super::{
-    BackendFailure, DURATION_BOUNDS_NANOS, DURATION_BUCKETS, MAX_LISTENER_KEYS, MAX_ROUTE_KEYS,
-    NO_ROUTE, OVERFLOW, Refusal, STATUS_CLASSES, status_class_index,
+    DURATION_BOUNDS_NANOS, DURATION_BUCKETS, MAX_LISTENER_KEYS, MAX_ROUTE_KEYS, NO_ROUTE, OVERFLOW,
+    Refusal, STATUS_CLASSES, status_class_index,
 };
+use crate::pipeline::BackendFailure;
 
 /// The stats of one worker thread. Create one per worker, keep it next to the
 /// worker's other state, and call [`snapshot`](Self::snapshot) on the worker thread

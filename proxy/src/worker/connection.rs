@@ -29,11 +29,11 @@ use tokio_rustls::TlsAcceptor;
 use super::Worker;
 use super::drain::DrainWatch;
 use super::h2c;
-use super::headers::IpText;
 use super::http1;
 use super::idle::StreamActivity;
 use super::sniff::{self, HttpVersion, Prefixed};
 use crate::metrics::{OpenConnection, Refusal};
+use crate::pipeline::{ConnectionInfo, Transport};
 
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,56 +51,6 @@ where
 {
     fn execute(&self, future: F) {
         tokio::task::spawn_local(future);
-    }
-}
-
-/// How a connection reached the proxy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Transport {
-    /// Clear text.
-    Plain,
-    /// TLS terminated here, with the SNI name the client sent (if it sent one).
-    Tls { sni: Option<Arc<str>> },
-}
-
-/// What a request handler knows about its connection.
-#[derive(Debug, Clone)]
-pub(crate) struct ConnectionInfo {
-    /// The client (or the proxy in front of us).
-    pub(crate) peer: SocketAddr,
-    /// `peer`'s address as text, for the forwarding fields.
-    pub(crate) peer_text: IpText,
-    /// The local address the connection arrived on.
-    pub(crate) local: SocketAddr,
-    /// The address the listening socket is bound to (may be unspecified).
-    pub(crate) bound: SocketAddr,
-    /// Whether TLS was terminated here, and for which name.
-    pub(crate) transport: Transport,
-    /// The request came over a tunnel stream (the edge terminated the client's TLS).
-    pub(crate) tunnel: bool,
-}
-
-impl ConnectionInfo {
-    /// A connection from `peer`, arrived on `local` through a socket bound to
-    /// `bound`; not TLS, not a tunnel stream.
-    pub(crate) fn new(peer: SocketAddr, local: SocketAddr, bound: SocketAddr) -> Self {
-        Self {
-            peer,
-            peer_text: IpText::new(peer.ip()),
-            local,
-            bound,
-            transport: Transport::Plain,
-            tunnel: false,
-        }
-    }
-
-    /// `https` when TLS was terminated (here or at the tunnel edge), else `http`.
-    pub(crate) fn scheme(&self) -> &'static str {
-        if self.transport != Transport::Plain || self.tunnel {
-            "https"
-        } else {
-            "http"
-        }
     }
 }
 

@@ -18,7 +18,6 @@ mod connection;
 mod counting_waker;
 mod drain;
 mod h2c;
-mod headers;
 mod http1;
 mod idle;
 mod listen;
@@ -46,9 +45,9 @@ use tokio::task::JoinHandle;
 use crate::ClientLimits;
 use crate::access_log::AccessLog;
 use crate::metrics::{Refusal, StatsSnapshot};
+pub(crate) use crate::pipeline::fields::Forwarding;
 use crate::{Error, SnapshotCell};
 use culvert_connector::io::{Tunnel, TunnelHandler};
-pub(crate) use headers::Forwarding;
 pub(crate) use proxy::Worker;
 use tunnel::TunnelEntry;
 

@@ -1,5 +1,5 @@
-//! The request as it goes to a backend: the routed and rewritten head kept for
-//! every attempt ([`UpstreamHead`]), and each attempt's request built from it in the
+//! The request as it goes to a backend: each attempt's request built from the
+//! routed and rewritten head the pipeline planned ([`UpstreamHead`]), in the
 //! form the backend's protocol takes, the backend's own header filter applied.
 //!
 //! An HTTP/1.1 attempt is written from the head's parts: its target is not parsed
@@ -9,48 +9,13 @@
 
 use culvert_router::outcome::apply_header_modifier;
 use culvert_router::rule::Backend;
-use http::header::{self, HeaderMap};
-use http::uri::PathAndQuery;
-use http::{Method, Request, Uri, Version};
+use http::header;
+use http::{Request, Uri, Version};
 
-use super::headers::RoutingHost;
 use super::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
-use culvert_wire::{FieldLines, FieldsAs};
-
-/// The upstream request, minus its body, so an attempt can be rebuilt.
-#[derive(Clone)]
-pub(super) struct UpstreamHead {
-    pub(super) method: Method,
-    /// Origin-form target (path and query).
-    pub(super) target: PathAndQuery,
-    /// The host the request was routed on: the authority for HTTP/2 upstreams when
-    /// the forwarded fields carry no `Host`.
-    pub(super) host: RoutingHost,
-    pub(super) headers: HeaderMap,
-    /// The forwarding fields, in place of `headers`' own of those names.
-    pub(super) added: FieldLines,
-    /// Where an HTTP/1.1 backend's response keeps its fields.
-    pub(super) response_fields: FieldsAs,
-}
+use crate::pipeline::UpstreamHead;
 
 impl UpstreamHead {
-    /// The head for one attempt: a copy while another attempt may follow, else the
-    /// head itself (this one is left empty).
-    pub(super) fn for_attempt(&mut self, last: bool) -> Self {
-        if !last {
-            return self.clone();
-        }
-        let spent = Self {
-            method: Method::GET,
-            target: PathAndQuery::from_static("/"),
-            host: RoutingHost::default(),
-            headers: HeaderMap::new(),
-            added: FieldLines::default(),
-            response_fields: self.response_fields,
-        };
-        std::mem::replace(self, spent)
-    }
-
     /// Moves the added fields into the header map.
     fn insert_added(&mut self) {
         std::mem::take(&mut self.added).insert_into(&mut self.headers);

@@ -14,7 +14,6 @@
 //! the rule retries or mirrors, because a streamed body can be sent only once; a
 //! larger body is streamed and then neither retried nor mirrored.
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -23,18 +22,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use culvert_connector::io::{TunnelBody, TunnelUpgrade};
-use culvert_router::config::{AppProtocol, Unavailable};
-use culvert_router::outcome::{
-    RedirectRequest, apply_header_modifier, grpc_status, grpc_status_for_http,
-    is_grpc_content_type, is_preflight, preflight_response, redirect_location,
-    response_headers as cors_response_headers, rewrite_path,
-};
-use culvert_router::path::normalize_path;
-use culvert_router::rule::{Backend, Filters, Mirror, Retry};
-use culvert_router::{RequestView, RouteKind, RuleId};
+use culvert_router::config::AppProtocol;
+use culvert_router::outcome::{apply_header_modifier, grpc_status, is_grpc_content_type};
+use culvert_router::rule::{Backend, Filters, Mirror};
 use futures_util::{FutureExt as _, future};
-use http::header::{self, HeaderMap, HeaderValue};
-use http::uri::PathAndQuery;
+use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::{Body, Incoming};
@@ -43,19 +35,21 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::body::{BodyFailure, ClientBody, CountedBody};
-use super::connection::{ConnectionInfo, Transport};
 use super::drain::Drain;
-use super::headers::{Forwarding, Hop, request_host, strip_hop_by_hop, upgrade_protocol};
 use super::http1::Upgraded;
-use super::outgoing::{UpstreamHead, build_request, upgrade_request};
+use super::outgoing::{build_request, upgrade_request};
 use super::record::{Record, RecordedBody, Sink};
 use super::splice::{Spliced, splice};
 use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::ClientLimits;
 use crate::access_log::AccessLog;
-use crate::metrics::{BackendFailure, Refusal, WorkerStats};
-use crate::tls::listener_for;
+use crate::metrics::{Refusal, WorkerStats};
+use crate::pipeline::fields::{Forwarding, strip_hop_by_hop};
+use crate::pipeline::{
+    self, AttemptEnd, Attempts, BackendFailure, ConnectionInfo, Forward, LocalAnswer, Plan,
+    Planned, UpstreamHead, attempt_limit, grpc_local_answer, pick_endpoint,
+};
 use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
 
@@ -103,17 +97,11 @@ impl Drop for ConnectionGuard {
 
 /// A request routed and rewritten, ready to be forwarded.
 struct Prepared {
-    /// The snapshot the request was routed on, which holds `rule`.
+    /// The snapshot the request was routed on, which holds the plan's rule.
     snapshot: Arc<Snapshot>,
-    rule: RuleId,
-    head: UpstreamHead,
+    forward: Forward,
     /// The client's body, counted as it is read (or a buffered copy of it).
     body: RequestBody,
-    /// The protocol an upgrade request asks for.
-    upgrade: Option<HeaderValue>,
-    /// CORS headers to add to the response.
-    cors_headers: Option<HeaderMap>,
-    grpc: bool,
 }
 
 /// How an attempt ended without a response.
@@ -352,9 +340,9 @@ impl Worker {
         Response::from_parts(parts, body)
     }
 
-    /// Routes `request` on `snapshot` and rewrites it for the backend, or answers it
-    /// here (`Err`: 400, 404, 421, a redirect, a CORS preflight). Not async, so
-    /// nothing it handles takes room in the request's future.
+    /// Plans `request` on `snapshot` (see [`pipeline::plan`]): ready to forward, or
+    /// answered here (`Err`). Not async, so nothing it handles takes room in the
+    /// request's future.
     #[allow(
         clippy::result_large_err,
         reason = "the error is the local answer, built once per request; boxing it would add an allocation to every 404"
@@ -367,179 +355,31 @@ impl Worker {
         info: &ConnectionInfo,
         record: &mut Record,
     ) -> Result<Prepared, Response<ProxyBody>> {
-        // Only a client side that can be handed over (an HTTP/1.1 connection, a
-        // tunnel stream) has its upgrade forwarded as one.
-        let upgrade = if upgradable {
-            upgrade_protocol(request.headers(), request.version())
-        } else {
-            None
-        };
         let (parts, body) = request.into_parts();
-        let Some(routing_host) = request_host(&parts.headers, &parts.uri, parts.version) else {
-            self.stats().refused(Refusal::Malformed);
-            return Err(local_answer(StatusCode::BAD_REQUEST));
-        };
-        record.host = routing_host.clone();
-        let host: &str = &routing_host;
-        let query = parts.uri.query();
-        let Ok(path) = normalize_path(parts.uri.path()) else {
-            return Err(local_answer(StatusCode::BAD_REQUEST));
-        };
-        // The target as sent (shared, not copied) when its path is normal already.
-        let target = match (&path, parts.uri.path_and_query()) {
-            (Cow::Borrowed(_), Some(sent)) if sent.path() == path => sent.clone(),
-            _ => match with_query(&path, query) {
-                Some(target) => target,
-                None => return Err(local_answer(StatusCode::BAD_REQUEST)),
-            },
-        };
-        let local_ip = (!info.bound.ip().is_unspecified()).then_some(info.local.ip());
-        let view = RequestView {
-            port: info.local.port(),
-            local_ip,
-            host,
-            path: target.as_str(),
-            method: parts.method.as_str(),
-            headers: &parts.headers,
-        };
-        // A connection whose SNI chose another listener than this request's Host
-        // must not be used for it (RFC 9110 §15.5.20), whether or not a route of
-        // the Host's listener would match.
-        if let Transport::Tls { sni: Some(sni) } = &info.transport {
-            let by_sni = listener_for(&snapshot.table, info.bound, sni);
-            let by_host = listener_for(&snapshot.table, info.bound, host);
-            if by_host.is_some() && by_host != by_sni {
-                return Err(local_answer(StatusCode::MISDIRECTED_REQUEST));
-            }
-        }
-        let Ok(found) = snapshot.table.route(&view) else {
-            return Err(local_answer(StatusCode::NOT_FOUND));
-        };
-        record.route = snapshot.route_label(found.route);
-        let rule = found.rule;
-        let filters = rule.filters();
-        let prefix_len = found.matched_prefix_len.unwrap_or(0);
-        if let Some(cors) = &filters.cors {
-            if is_preflight(&parts.method, &parts.headers) {
-                let mut answer = local_answer(StatusCode::NO_CONTENT);
-                answer
-                    .headers_mut()
-                    .extend(preflight_response(cors, &parts.headers));
-                return Err(answer);
-            }
-        }
-        if let Some(redirect) = &filters.redirect {
-            let location = redirect_location(
-                redirect,
-                &RedirectRequest {
-                    scheme: info.scheme(),
-                    host,
-                    listener_port: info.local.port(),
-                    path: &path,
-                    query,
-                    matched_prefix_len: prefix_len,
-                },
-            );
-            let status = StatusCode::from_u16(redirect.status).unwrap_or(StatusCode::FOUND);
-            let mut answer = local_answer(status);
-            if let Ok(location) = HeaderValue::try_from(location) {
-                answer.headers_mut().insert(header::LOCATION, location);
-            }
-            return Err(answer);
-        }
-        let cors_headers = filters
-            .cors
-            .as_ref()
-            .map(|cors| cors_response_headers(cors, &parts.headers));
-
-        let mut headers = parts.headers;
-        strip_hop_by_hop(&mut headers);
-        // `Expect: 100-continue` is answered here, when the body is first read (as
-        // nginx and Envoy do): the backend never sees it, so a 100 it sends anyway
-        // is its own and is relayed like any other 1xx.
-        if headers
-            .get(header::EXPECT)
-            .is_some_and(|expect| expect.as_bytes().eq_ignore_ascii_case(b"100-continue"))
-        {
-            headers.remove(header::EXPECT);
-        }
-        // The backend sees exactly the host the request was routed on (one value,
-        // the absolute-form authority when there was one), before any filter edits.
-        // Routed on the one `Host` value the headers already say so; an authority in
-        // the target replaces `Host`, and an HTTP/1.0 request that named no host
-        // gets the address it was sent to (an HTTP/1.1 backend requires a `Host`).
-        if parts.uri.authority().is_some() || !headers.contains_key(header::HOST) {
-            let host = if routing_host.is_empty() {
-                HeaderValue::try_from(info.local.to_string()).ok()
-            } else {
-                Some(routing_host.value().clone())
-            };
-            if let Some(host) = host {
-                headers.insert(header::HOST, host);
-            }
-        }
-        if let Some(modifier) = &filters.request_headers {
-            apply_header_modifier(modifier, &mut headers);
-        }
-        let mut upstream_target = target;
-        if let Some(rewrite) = &filters.rewrite {
-            if let Some(hostname) = &rewrite.hostname {
-                if let Ok(value) = HeaderValue::from_str(hostname) {
-                    headers.insert(header::HOST, value);
+        let Planned { routed, plan } =
+            pipeline::plan(parts, &snapshot.table, info, self.forwarding, upgradable);
+        record.host = routed.host;
+        record.route = routed.route.and_then(|route| snapshot.route_label(route));
+        let forward = match plan {
+            Plan::Forward(forward) => forward,
+            Plan::Answer(answer) => {
+                if answer == LocalAnswer::BadHost {
+                    self.stats().refused(Refusal::Malformed);
                 }
+                let mut response = local_answer(answer.status());
+                *response.headers_mut() = answer.into_headers();
+                return Err(response);
             }
-            if let Some(modifier) = &rewrite.path {
-                let rewritten = rewrite_path(modifier, &path, prefix_len);
-                let Some(target) = with_query(&rewritten, query) else {
-                    return Err(local_answer(StatusCode::INTERNAL_SERVER_ERROR));
-                };
-                upstream_target = target;
-            }
-        }
-        let added = self.forwarding.fields(
-            &headers,
-            &Hop {
-                peer: &info.peer_text,
-                scheme: info.scheme(),
-                host,
-            },
-        );
-        // Fields go on as they came only to an HTTP/1.x client and when nothing
-        // here changes them; anything else would parse them twice.
-        let response_fields = if parts.version <= Version::HTTP_11
-            && !info.tunnel
-            && filters.response_headers.is_none()
-            && cors_headers.is_none()
-        {
-            FieldsAs::Raw
-        } else {
-            FieldsAs::Map
         };
-        let head = UpstreamHead {
-            method: parts.method,
-            target: upstream_target,
-            host: routing_host.clone(),
-            headers,
-            added,
-            response_fields,
-        };
-        let grpc = snapshot
-            .table
-            .route_info(found.route)
-            .is_some_and(|route| route.kind == RouteKind::Grpc);
-        let rule = found.rule_id;
+        let body = Either::Left(CountedBody::new(
+            body,
+            Rc::clone(&record.request_body),
+            self.limits.body_read_timeout,
+        ));
         Ok(Prepared {
             snapshot,
-            rule,
-            head,
-            body: Either::Left(CountedBody::new(
-                body,
-                Rc::clone(&record.request_body),
-                self.limits.body_read_timeout,
-            )),
-            upgrade,
-            cors_headers,
-            grpc,
+            forward,
+            body,
         })
     }
 
@@ -553,12 +393,15 @@ impl Worker {
     ) -> Response<ProxyBody> {
         let Prepared {
             snapshot,
-            rule,
-            head,
+            forward:
+                Forward {
+                    rule,
+                    head,
+                    upgrade,
+                    cors_headers,
+                    grpc,
+                },
             body,
-            upgrade,
-            cors_headers,
-            grpc,
         } = prepared;
         let Some(rule) = snapshot.table.rule(*rule) else {
             return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
@@ -614,14 +457,13 @@ impl Worker {
         let fields = head.response_fields;
         let timeouts = rule.timeouts();
         let deadline = timeouts.request.map(|limit| Instant::now() + limit);
-        let retry = match body {
-            Either::Right(_) => rule.retry(),
-            // A streamed body can be sent once only.
-            Either::Left(_) => None,
-        };
-        let attempts = 1 + retry.map_or(0, |retry| retry.attempts);
-        for attempt in 1..=attempts {
-            let last = attempt == attempts;
+        let time_left =
+            || deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        // A streamed body can be sent once only.
+        let attempts = Attempts::new(rule.retry(), matches!(body, Either::Right(_)));
+        let total = attempts.total();
+        for attempt in 1..=total {
+            let last = attempt == total;
             let Some(backend) = rule.backends().pick(self.next_random()) else {
                 return failed(record, BackendFailure::InvalidBackend);
             };
@@ -642,13 +484,9 @@ impl Worker {
             let Some(request) = build_request(attempt_head, backend, attempt_body, protocol) else {
                 return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
             };
-            let limit = shortest(
-                timeouts.backend_request,
-                deadline.map(|d| d - Instant::now()),
-            );
             // The send future is made in each branch: one made before the match
             // would be stored twice (as itself, and inside the timeout).
-            let outcome = match limit {
+            let outcome = match attempt_limit(timeouts.backend_request, time_left()) {
                 Some(limit) => {
                     let sent = self.upstreams.send(endpoint, request, fields);
                     match tokio::time::timeout(limit, sent).await {
@@ -673,14 +511,13 @@ impl Worker {
                 self.stats().refused(refusal);
                 return local_answer(status);
             }
-            let retryable = match &outcome {
-                Ok(response) => {
-                    retry.is_some_and(|r| r.codes.contains(&response.status().as_u16()))
-                }
-                Err(Failure::Upstream(_)) => retry.is_some(),
-                Err(Failure::Timeout) => false,
+            let end = match &outcome {
+                Ok(response) => AttemptEnd::Answered(response.status()),
+                Err(Failure::Upstream(_)) => AttemptEnd::Failed,
+                Err(Failure::Timeout) => AttemptEnd::TimedOut,
             };
-            if !last && retryable && wait_backoff(retry, deadline).await {
+            if let Some(backoff) = attempts.retry_after(attempt, end, time_left()) {
+                tokio::time::sleep(backoff).await;
                 continue;
             }
             return match outcome {
@@ -833,24 +670,6 @@ async fn buffer_body(body: &mut RequestBody) -> Result<(), super::body::BoxError
     Ok(())
 }
 
-/// Waits the retry backoff unless it would pass the request deadline; `false`
-/// means there is no time left to retry.
-async fn wait_backoff(retry: Option<&Retry>, deadline: Option<Instant>) -> bool {
-    let backoff = retry.map_or(Duration::ZERO, |retry| retry.backoff);
-    if deadline.is_some_and(|deadline| Instant::now() + backoff >= deadline) {
-        return false;
-    }
-    tokio::time::sleep(backoff).await;
-    true
-}
-
-fn shortest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// HTTP/2 for `kubernetes.io/h2c` backends and every gRPC route; else HTTP/1.1.
 fn protocol_of(backend: &Backend, grpc: bool) -> Protocol {
     if grpc || backend.app_protocol == AppProtocol::H2c {
@@ -860,38 +679,10 @@ fn protocol_of(backend: &Backend, grpc: bool) -> Protocol {
     }
 }
 
-/// One endpoint of `backend`, or why it has none to offer: an invalid reference
-/// (500) or no endpoints (503).
-fn pick_endpoint(backend: &Backend, random: u64) -> Result<SocketAddr, BackendFailure> {
-    match backend.unavailable {
-        Some(Unavailable::InvalidReference) => return Err(BackendFailure::InvalidBackend),
-        Some(Unavailable::NoEndpoints) => return Err(BackendFailure::NoEndpoints),
-        None => {}
-    }
-    let count = backend.endpoints.len() as u64;
-    if count == 0 {
-        return Err(BackendFailure::NoEndpoints);
-    }
-    usize::try_from(random % count)
-        .ok()
-        .and_then(|index| backend.endpoints.get(index).copied())
-        .ok_or(BackendFailure::NoEndpoints)
-}
-
 /// The local answer for `failure`, noted in the request's record.
 fn failed(record: &mut Record, failure: BackendFailure) -> Response<ProxyBody> {
     record.failure = Some(failure);
     local_answer(failure.status())
-}
-
-/// `path`, with `query` when there is one, as a request target; `None` when that is
-/// not one (a character a target cannot carry).
-fn with_query(path: &str, query: Option<&str>) -> Option<PathAndQuery> {
-    let target = match query {
-        Some(query) => format!("{path}?{query}"),
-        None => path.to_owned(),
-    };
-    PathAndQuery::try_from(target).ok()
 }
 
 /// The backend's response with the backend's own response header filter applied.
@@ -910,30 +701,6 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Turns the head of a local error answer to a gRPC call into a Trailers-Only gRPC
-/// response: 200, with the `grpc-status` that the HTTP status stands for (404 is
-/// `UNIMPLEMENTED`, 502, 503 and 504 are `UNAVAILABLE`) and a `grpc-message`
-/// naming it and the backend failure, if one caused it. gRPC clients read the
-/// status from there rather than guessing it from a bare HTTP status.
-fn grpc_local_answer(parts: &mut http::response::Parts, failure: Option<BackendFailure>) {
-    let code = grpc_status_for_http(parts.status.as_u16());
-    let reason = parts.status.canonical_reason().unwrap_or("error");
-    let message = match failure {
-        Some(failure) => HeaderValue::try_from(format!("{reason}: {}", failure.as_str())),
-        None => HeaderValue::try_from(reason),
-    };
-    parts.status = StatusCode::OK;
-    let headers = &mut parts.headers;
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/grpc"),
-    );
-    headers.insert("grpc-status", HeaderValue::from(code));
-    if let Ok(message) = message {
-        headers.insert("grpc-message", message);
-    }
 }
 
 pub(crate) fn local_answer(status: StatusCode) -> Response<ProxyBody> {

@@ -18,10 +18,11 @@ use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
 use super::body::BodyProgress;
-use super::headers::RoutingHost;
 use super::proxy::ProxyBody;
 use crate::access_log::{AccessLog, rfc3339};
-use crate::metrics::{BackendFailure, InFlight, RouteStats, WorkerStats};
+use crate::metrics::{InFlight, RouteStats, WorkerStats};
+use crate::pipeline::BackendFailure;
+use crate::pipeline::fields::RoutingHost;
 use culvert_wire::{CarriesRawFields, RawFields};
 
 /// One request being served.

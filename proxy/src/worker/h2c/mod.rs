@@ -23,7 +23,7 @@ use http::header;
 use http::{Request, Version};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::headers::{has_token, strip_hop_by_hop};
+use crate::pipeline::fields::{has_token, strip_hop_by_hop};
 use culvert_wire::BodyFraming;
 
 /// The answer that switches the connection.

@@ -35,15 +35,15 @@ use tokio::time::{Instant, Sleep, sleep};
 
 use super::Worker;
 use super::body::ClientBody;
-use super::connection::{ConnectionInfo, Transport};
 use super::drain::{Drain, DrainWatch};
 use super::h2c;
-use super::headers::upgrade_protocol;
 use super::proxy::ClientUpgrade;
 use super::record::RecordedBody;
 use super::sniff::Prefixed;
 use crate::limits::ClientLimits;
 use crate::metrics::Refusal;
+use crate::pipeline::fields::upgrade_protocol;
+use crate::pipeline::{ConnectionInfo, Transport};
 use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
 };

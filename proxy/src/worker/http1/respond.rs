@@ -16,7 +16,7 @@ use http::{HeaderMap, Response, StatusCode, header};
 use hyper::body::Body;
 
 use super::conn::Conn;
-use crate::worker::headers::has_token;
+use crate::pipeline::fields::has_token;
 use crate::worker::record::RecordedBody;
 use crate::worker::upstream::InterimHeads;
 use culvert_wire::{

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use bytes::BytesMut;
 
 use super::super::Worker;
-use super::super::connection::ConnectionInfo;
-use super::super::headers::Forwarding;
 use super::conn::Conn;
 use super::{Io, serve, serve_one};
+use crate::pipeline::ConnectionInfo;
+use crate::pipeline::fields::Forwarding;
 use crate::{AccessLog, ClientLimits, SnapshotCell};
 
 /// What one connection's future may weigh (952 bytes when this bound was set, in

@@ -370,3 +370,6 @@ impl IpText {
         self.ipv6
     }
 }
+
+#[cfg(test)]
+mod tests;
