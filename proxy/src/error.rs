@@ -3,6 +3,9 @@
 
 use std::net::SocketAddr;
 
+/// The error of a body or an exchange whose causes are of many types.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// What went wrong while starting the data plane or applying a config.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

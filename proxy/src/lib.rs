@@ -40,6 +40,7 @@ mod worker;
 
 pub use access_log::AccessLog;
 pub use control::{ControlTlsFiles, MAX_CONFIG_BYTES};
+pub(crate) use error::BoxError;
 pub use error::{Error, TlsError};
 pub use limits::ClientLimits;
 pub use panics::install_panic_hook;

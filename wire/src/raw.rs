@@ -10,7 +10,6 @@
 use bytes::{Bytes, BytesMut};
 use http::header::HeaderMap;
 use http::{Method, Response, StatusCode};
-use http_body_util::Either;
 
 use super::FieldSpan;
 use super::client::{FieldsAs, parse_response_head};
@@ -127,22 +126,6 @@ impl CarriesRawFields for Option<RawFields> {
 
 /// A buffered body (a local answer) has its fields in the header map.
 impl<D> CarriesRawFields for http_body_util::Full<D> {}
-
-impl<L: CarriesRawFields, R: CarriesRawFields> CarriesRawFields for Either<L, R> {
-    fn raw_fields(&self) -> Option<&RawFields> {
-        match self {
-            Either::Left(left) => left.raw_fields(),
-            Either::Right(right) => right.raw_fields(),
-        }
-    }
-
-    fn take_raw_fields(&mut self) -> Option<RawFields> {
-        match self {
-            Either::Left(left) => left.take_raw_fields(),
-            Either::Right(right) => right.take_raw_fields(),
-        }
-    }
-}
 
 /// The header map of `response` to read or change, the raw fields its body carries
 /// (if any) parsed into it first. Everything but the HTTP/1.1 writer reaches

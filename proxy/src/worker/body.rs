@@ -1,5 +1,5 @@
 //! Request bodies from every entry: an HTTP/1 connection (our codec's
-//! [`RequestBody`]), an HTTP/2 stream (hyper's `Incoming`) or a tunnel stream
+//! [`Http1Body`]), an HTTP/2 stream (hyper's `Incoming`) or a tunnel stream
 //! (`TunnelBody`), as one type the pipeline forwards, counting the bytes read for
 //! the request's record. A body that sends nothing for the body read timeout
 //! fails (`BodyFailure::Timeout`): a slow client cannot hold a backend connection
@@ -16,19 +16,20 @@ use culvert_connector::io::TunnelBody;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::{Instant, Sleep, sleep};
 
-use super::http1::RequestBody;
+use super::body_enum::body_enum;
+use super::http1::Http1Body;
+use crate::BoxError;
 
-/// The error of a client body.
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A request body as the client sends it.
-pub(crate) enum ClientBody {
-    /// From an HTTP/1 listener connection.
-    Http1(RequestBody),
-    /// From an HTTP/2 stream of a listener connection.
-    Http2(Incoming),
-    /// From a tunnel stream.
-    Tunnel(TunnelBody),
+body_enum! {
+    /// A request body as the client sends it.
+    pub(crate) enum ClientBody {
+        /// From an HTTP/1 listener connection.
+        Http1(Http1Body),
+        /// From an HTTP/2 stream of a listener connection.
+        Http2(Incoming),
+        /// From a tunnel stream.
+        Tunnel(TunnelBody),
+    }
 }
 
 /// Why a client's request body failed.
@@ -96,17 +97,7 @@ impl Body for CountedBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let polled: Poll<Option<Result<Frame<Bytes>, BoxError>>> = match &mut self.inner {
-            ClientBody::Http1(body) => Pin::new(body)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|result| result.map_err(Into::into))),
-            ClientBody::Http2(body) => Pin::new(body)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|result| result.map_err(Into::into))),
-            ClientBody::Tunnel(body) => Pin::new(body)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|result| result.map_err(Into::into))),
-        };
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
@@ -133,18 +124,10 @@ impl Body for CountedBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.inner {
-            ClientBody::Http1(body) => body.is_end_stream(),
-            ClientBody::Http2(body) => body.is_end_stream(),
-            ClientBody::Tunnel(body) => body.is_end_stream(),
-        }
+        self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.inner {
-            ClientBody::Http1(body) => body.size_hint(),
-            ClientBody::Http2(body) => body.size_hint(),
-            ClientBody::Tunnel(body) => body.size_hint(),
-        }
+        self.inner.size_hint()
     }
 }

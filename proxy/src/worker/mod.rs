@@ -13,6 +13,7 @@
 //! acknowledges the generation on its own `watch`.
 
 mod body;
+mod body_enum;
 mod connection;
 #[cfg(test)]
 mod counting_waker;

@@ -28,13 +28,14 @@ use culvert_router::rule::{Backend, Filters, Mirror};
 use futures_util::{FutureExt as _, future};
 use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
-use http_body_util::{BodyExt, Either, Full};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::body::{BodyFailure, ClientBody, CountedBody};
+use super::body_enum::body_enum;
 use super::drain::Drain;
 use super::http1::Upgraded;
 use super::outgoing::{build_request, upgrade_request};
@@ -42,7 +43,6 @@ use super::record::{Record, RecordedBody, Sink};
 use super::splice::{Spliced, splice};
 use super::tick::Ticks;
 use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
-use crate::ClientLimits;
 use crate::access_log::AccessLog;
 use crate::metrics::{Refusal, WorkerStats};
 use crate::pipeline::fields::{Forwarding, strip_hop_by_hop};
@@ -50,11 +50,39 @@ use crate::pipeline::{
     self, AttemptEnd, Attempts, BackendFailure, ConnectionInfo, Forward, LocalAnswer, Plan,
     Planned, UpstreamHead, attempt_limit, grpc_local_answer, pick_endpoint,
 };
+use crate::{BoxError, ClientLimits};
 use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
 
-/// Body of every answer: the upstream's, streamed, or a small local one.
-pub(crate) type ProxyBody = Either<UpstreamBody, Full<Bytes>>;
+body_enum! {
+    /// Body of every answer.
+    #[allow(
+        clippy::large_enum_variant,
+        reason = "the backend's body is the common case; boxing it would cost an allocation per response"
+    )]
+    pub(crate) enum ProxyBody {
+        /// The backend's, streamed.
+        Upstream(UpstreamBody),
+        /// A small one made here.
+        Local(Full<Bytes>),
+    }
+}
+
+impl CarriesRawFields for ProxyBody {
+    fn raw_fields(&self) -> Option<&culvert_wire::RawFields> {
+        match self {
+            Self::Upstream(body) => body.raw_fields(),
+            Self::Local(_) => None,
+        }
+    }
+
+    fn take_raw_fields(&mut self) -> Option<culvert_wire::RawFields> {
+        match self {
+            Self::Upstream(body) => body.take_raw_fields(),
+            Self::Local(_) => None,
+        }
+    }
+}
 
 /// Largest request body kept in memory so it can be retried or mirrored.
 pub(crate) const MAX_REPLAY_BODY: u64 = 64 * 1024;
@@ -323,7 +351,7 @@ impl Worker {
         if record.grpc {
             // Only local answers have a `Full` body; a backend's own error passes as
             // it is.
-            if status.as_u16() >= 400 && matches!(body, Either::Right(_)) {
+            if status.as_u16() >= 400 && matches!(body, ProxyBody::Local(_)) {
                 grpc_local_answer(&mut parts, record.failure);
             }
             // A Trailers-Only answer has its status in the head; else the trailers
@@ -371,7 +399,7 @@ impl Worker {
                 return Err(response);
             }
         };
-        let body = Either::Left(CountedBody::new(
+        let body = RequestBody::Streamed(CountedBody::new(
             body,
             Rc::clone(&record.request_body),
             self.limits.body_read_timeout,
@@ -421,7 +449,7 @@ impl Worker {
                 if replay && Box::pin(buffer_body(body)).await.is_err() {
                     return local_answer(StatusCode::BAD_REQUEST);
                 }
-                if let Either::Right(copy) = &body {
+                if let RequestBody::Buffered(copy) = &body {
                     self.send_mirrors(filters, head, copy, *grpc);
                 }
                 self.forward_with_retries(rule, head, body, *grpc, record)
@@ -460,7 +488,7 @@ impl Worker {
         let time_left =
             || deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
         // A streamed body can be sent once only.
-        let attempts = Attempts::new(rule.retry(), matches!(body, Either::Right(_)));
+        let attempts = Attempts::new(rule.retry(), matches!(body, RequestBody::Buffered(_)));
         let total = attempts.total();
         for attempt in 1..=total {
             let last = attempt == total;
@@ -476,8 +504,8 @@ impl Worker {
             // Earlier attempts send copies (retries need a buffered body); the
             // last takes the body itself.
             let attempt_body = match body {
-                Either::Right(copy) if !last => Either::Right(copy.clone()),
-                _ => std::mem::replace(body, Either::Right(Full::default())),
+                RequestBody::Buffered(copy) if !last => RequestBody::Buffered(copy.clone()),
+                _ => std::mem::replace(body, RequestBody::empty()),
             };
             let protocol = protocol_of(backend, grpc);
             let attempt_head = head.for_attempt(last);
@@ -556,8 +584,7 @@ impl Worker {
         head.headers.insert(header::UPGRADE, protocol);
         head.headers
             .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-        let Some(request) = upgrade_request(head, backend, Either::Right(Full::new(Bytes::new())))
-        else {
+        let Some(request) = upgrade_request(head, backend, RequestBody::empty()) else {
             return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
         };
         let mut response = match Upstreams::send_upgrade(endpoint, request).await {
@@ -607,7 +634,8 @@ impl Worker {
             return;
         };
         let protocol = protocol_of(backend, grpc);
-        let Some(request) = build_request(head.clone(), backend, Either::Right(body), protocol)
+        let Some(request) =
+            build_request(head.clone(), backend, RequestBody::Buffered(body), protocol)
         else {
             return;
         };
@@ -654,8 +682,8 @@ impl ClientUpgrade {
 /// Buffers a streamed `body` in place when its size is known to fit
 /// [`MAX_REPLAY_BODY`]; any other body stays as it is. `Err` when the client's body
 /// breaks.
-async fn buffer_body(body: &mut RequestBody) -> Result<(), super::body::BoxError> {
-    let Either::Left(streamed) = body else {
+async fn buffer_body(body: &mut RequestBody) -> Result<(), BoxError> {
+    let RequestBody::Streamed(streamed) = body else {
         return Ok(());
     };
     let fits = streamed
@@ -666,7 +694,7 @@ async fn buffer_body(body: &mut RequestBody) -> Result<(), super::body::BoxError
         return Ok(());
     }
     let bytes = streamed.collect().await?.to_bytes();
-    *body = Either::Right(Full::new(bytes));
+    *body = RequestBody::Buffered(Full::new(bytes));
     Ok(())
 }
 
@@ -693,7 +721,7 @@ fn backend_response(
     if let Some(modifier) = &backend.response_headers {
         apply_header_modifier(modifier, headers_mut(&mut response));
     }
-    response.map(Either::Left)
+    response.map(ProxyBody::Upstream)
 }
 
 pub(crate) fn splitmix64(state: u64) -> u64 {
@@ -704,7 +732,7 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
 }
 
 pub(crate) fn local_answer(status: StatusCode) -> Response<ProxyBody> {
-    let mut response = Response::new(Either::Right(Full::new(Bytes::new())));
+    let mut response = Response::new(ProxyBody::Local(Full::default()));
     *response.status_mut() = status;
     response
 }

@@ -19,6 +19,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use super::body::BodyProgress;
 use super::proxy::ProxyBody;
+use crate::BoxError;
 use crate::access_log::{AccessLog, rfc3339};
 use crate::metrics::{InFlight, RouteStats, WorkerStats};
 use crate::pipeline::BackendFailure;
@@ -167,9 +168,6 @@ impl RecordedBody {
         }
     }
 }
-
-/// The error of a response body: the upstream's, boxed.
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl CarriesRawFields for RecordedBody {
     fn raw_fields(&self) -> Option<&RawFields> {

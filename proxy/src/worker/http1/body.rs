@@ -14,20 +14,20 @@ use hyper::body::{Body, Frame, SizeHint};
 use super::conn::{BodyError, Conn};
 
 /// A request body streamed from its connection.
-pub(crate) struct RequestBody {
+pub(crate) struct Http1Body {
     conn: Rc<RefCell<Conn>>,
     /// The request this body belongs to; once the connection has moved on, the body
     /// reads as ended.
     exchange: u64,
 }
 
-impl RequestBody {
+impl Http1Body {
     pub(super) fn new(conn: Rc<RefCell<Conn>>, exchange: u64) -> Self {
         Self { conn, exchange }
     }
 }
 
-impl RequestBody {
+impl Http1Body {
     /// Bytes still to come, when known.
     fn remaining(&self) -> Option<u64> {
         self.conn
@@ -37,7 +37,7 @@ impl RequestBody {
     }
 }
 
-impl Body for RequestBody {
+impl Body for Http1Body {
     type Data = Bytes;
     type Error = BodyError;
 

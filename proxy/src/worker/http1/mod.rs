@@ -55,7 +55,7 @@ mod respond;
 #[cfg(test)]
 mod sizes;
 
-pub(crate) use body::RequestBody;
+pub(crate) use body::Http1Body;
 pub(crate) use io::Io;
 
 use conn::Conn;
@@ -300,7 +300,7 @@ fn serve_one<'a>(
         }
         None => (None, None),
     };
-    let body = RequestBody::new(Rc::clone(conn), exchange);
+    let body = Http1Body::new(Rc::clone(conn), exchange);
     let request = request.map(|()| ClientBody::Http1(body));
     // The client going away drops the request, and with it the upstream exchange
     // (nginx's default, `proxy_ignore_client_abort off`).

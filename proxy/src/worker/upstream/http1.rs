@@ -19,13 +19,14 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Response};
-use http_body_util::{BodyExt, Either, Full};
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{Http1Head, InterimHeads, RequestBody, UpstreamError, Upstreams};
-use crate::worker::body::{BoxError, CountedBody};
+use crate::BoxError;
+use crate::worker::body::CountedBody;
 use crate::worker::stack_read::poll_read_on_stack;
 use culvert_wire::{
     BodyDecoder, BodyFraming, CarriesRawFields, Chunk, FieldsAs, RawFields, ResponseHead,
@@ -193,7 +194,7 @@ pub(crate) fn exchange(
                 if first.is_err() || rest.is_err() {
                     let resend = reused && (first.is_err() || idempotent);
                     return Err(if resend {
-                        ExchangeError::Stale(Either::Right(bytes.into()))
+                        ExchangeError::Stale(RequestBody::Buffered(bytes.into()))
                     } else {
                         ExchangeError::Failed(UpstreamError::Protocol)
                     });
@@ -203,7 +204,7 @@ pub(crate) fn exchange(
                 match read.await {
                     Ok(head) => head,
                     Err(_) if stale(&conn) => {
-                        return Err(ExchangeError::Stale(Either::Right(bytes.into())));
+                        return Err(ExchangeError::Stale(RequestBody::Buffered(bytes.into())));
                     }
                     Err(error) => return Err(ExchangeError::Failed(error)),
                 }
@@ -213,7 +214,7 @@ pub(crate) fn exchange(
                 conn.keep_write_buf(out);
                 if written.is_err() {
                     return Err(if reused {
-                        ExchangeError::Stale(Either::Left(body))
+                        ExchangeError::Stale(RequestBody::Streamed(body))
                     } else {
                         ExchangeError::Failed(UpstreamError::Protocol)
                     });
@@ -240,9 +241,9 @@ pub(crate) fn exchange(
 /// method expects a body or the client sent one.
 fn outgoing(body: RequestBody, head: &Http1Head) -> (Outgoing, BodyFraming) {
     let bytes = match body {
-        Either::Right(full) => full_bytes(full),
-        Either::Left(streamed) if streamed.is_end_stream() => Bytes::new(),
-        Either::Left(streamed) => {
+        RequestBody::Buffered(full) => full_bytes(full),
+        RequestBody::Streamed(streamed) if streamed.is_end_stream() => Bytes::new(),
+        RequestBody::Streamed(streamed) => {
             let framing = match streamed.size_hint().exact() {
                 Some(length) => BodyFraming::Length(length),
                 None => BodyFraming::Chunked,

@@ -9,22 +9,22 @@
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::future;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Method, Request, Response};
-use http_body_util::{Either, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use http_body_util::Full;
+use hyper::body::Incoming;
 use hyper::client::conn::{http1 as hyper_http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
-use super::body::{BoxError, CountedBody};
+use super::body::CountedBody;
+use super::body_enum::body_enum;
 use super::connection::LocalExec;
 use crate::fast_map::FastMap;
 use culvert_wire::{CarriesRawFields, FieldLines, FieldsAs};
@@ -33,20 +33,35 @@ mod http1;
 
 use http1::{Connection, ExchangeError, Home};
 
-/// A request body sent upstream: the client's, streamed, or a buffered copy (kept
-/// for retries and mirrors).
-pub(crate) type RequestBody = Either<CountedBody, Full<Bytes>>;
+body_enum! {
+    /// A request body on its way to a backend.
+    pub(crate) enum RequestBody {
+        /// The client's, read as it is sent (one attempt only).
+        Streamed(CountedBody),
+        /// Held whole in memory, so it can be sent again (retries, mirrors).
+        Buffered(Full<Bytes>),
+    }
+}
 
-/// A response body from a backend. Errors are boxed.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "HTTP/1.1 is the common case; boxing it would cost an allocation per response"
-)]
-pub(crate) enum UpstreamBody {
-    /// Read inline off a pooled HTTP/1.1 connection, its fields possibly kept raw.
-    Http1(http1::ResponseBody),
-    /// hyper's (h2c, upgrades), its fields in the header map.
-    Hyper(Incoming),
+impl RequestBody {
+    /// No body.
+    pub(crate) fn empty() -> Self {
+        Self::Buffered(Full::default())
+    }
+}
+
+body_enum! {
+    /// A response body from a backend.
+    #[allow(
+        clippy::large_enum_variant,
+        reason = "HTTP/1.1 is the common case; boxing it would cost an allocation per response"
+    )]
+    pub(crate) enum UpstreamBody {
+        /// Read inline off a pooled HTTP/1.1 connection, its fields possibly kept raw.
+        Http1(http1::ResponseBody),
+        /// hyper's (h2c, upgrades), its fields in the header map.
+        Hyper(Incoming),
+    }
 }
 
 impl CarriesRawFields for UpstreamBody {
@@ -61,37 +76,6 @@ impl CarriesRawFields for UpstreamBody {
         match self {
             Self::Http1(body) => body.take_raw_fields(),
             Self::Hyper(_) => None,
-        }
-    }
-}
-
-impl Body for UpstreamBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match self.get_mut() {
-            Self::Http1(body) => Pin::new(body).poll_frame(cx),
-            Self::Hyper(body) => Pin::new(body)
-                .poll_frame(cx)
-                .map(|frame| frame.map(|result| result.map_err(Into::into))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Self::Http1(body) => body.is_end_stream(),
-            Self::Hyper(body) => body.is_end_stream(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Self::Http1(body) => body.size_hint(),
-            Self::Hyper(body) => body.size_hint(),
         }
     }
 }
