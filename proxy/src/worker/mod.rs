@@ -4,8 +4,13 @@
 //! workers except the read-only [`Snapshot`](crate::Snapshot) behind one atomic load.
 //!
 //! A worker never makes a routing decision itself (that is
-//! `culvert_router::RouteTable::route`) and never holds a snapshot guard across an
-//! `.await`. Start at [`spawn`]; request handling is in `proxy`.
+//! `culvert_router::RouteTable::route`, asked through [`crate::pipeline`]) and never
+//! holds a snapshot guard across an `.await`. Start at [`spawn`].
+//!
+//! The modules are layers, each using only the ones below it: `downstream` (client
+//! connections and their protocols) → `exchange` (carrying out the pipeline's plan
+//! for a request) → `upstream` (backend connections) → `body`, `io` and `runtime`
+//! (request bodies, transports, the worker's clock, drain signal and listeners).
 //!
 //! Listener set: the control thread bumps a per-worker `watch` generation after each
 //! swap; the worker then binds the listeners the new snapshot adds and closes the
@@ -13,23 +18,10 @@
 //! acknowledges the generation on its own `watch`.
 
 mod body;
-mod body_enum;
-mod connection;
-#[cfg(test)]
-mod counting_waker;
-mod drain;
-mod h2c;
-mod http1;
-mod idle;
-mod listen;
-mod outgoing;
-mod proxy;
-mod record;
-mod sniff;
-mod splice;
-mod stack_read;
-mod tick;
-mod tunnel;
+mod downstream;
+mod exchange;
+mod io;
+mod runtime;
 mod upstream;
 
 use std::collections::BTreeMap;
@@ -49,8 +41,11 @@ use crate::metrics::{Refusal, StatsSnapshot};
 pub(crate) use crate::pipeline::fields::Forwarding;
 use crate::{Error, SnapshotCell};
 use culvert_connector::io::{Tunnel, TunnelHandler};
-pub(crate) use proxy::Worker;
-use tunnel::TunnelEntry;
+use downstream::connection;
+use downstream::tunnel::TunnelEntry;
+use exchange::Worker;
+use runtime::listen;
+use runtime::tick::TICK;
 
 /// The channels a worker thread is driven by.
 pub(crate) struct WorkerChannels {
@@ -171,7 +166,7 @@ fn run(
         let mut drain_started = false;
         let mut drain_reported = false;
         let mut sweep = tokio::time::interval(upstream::IDLE_SWEEP);
-        let mut tick = tokio::time::interval(proxy::TICK);
+        let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

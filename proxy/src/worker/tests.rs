@@ -1,4 +1,4 @@
-use super::proxy::splitmix64;
+use super::exchange::splitmix64;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -41,7 +41,7 @@ async fn connections_are_accepted_once_their_first_bytes_are_in() {
 
 #[test]
 fn a_grpc_status_other_than_ok_makes_a_request_failed() {
-    use super::record::Record;
+    use super::exchange::record::Record;
     use crate::metrics::WorkerStats;
     use http::{Method, Version};
     let stats = WorkerStats::new();

@@ -27,7 +27,7 @@ use tokio::net::TcpStream;
 use super::{Http1Head, InterimHeads, RequestBody, UpstreamError, Upstreams};
 use crate::BoxError;
 use crate::worker::body::CountedBody;
-use crate::worker::stack_read::poll_read_on_stack;
+use crate::worker::io::stack_read::poll_read_on_stack;
 use culvert_wire::{
     BodyDecoder, BodyFraming, CarriesRawFields, Chunk, FieldsAs, RawFields, ResponseHead,
     encode_chunk_start, encode_last_chunk, encode_request_head, parse_response_head,

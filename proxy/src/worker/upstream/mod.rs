@@ -23,10 +23,9 @@ use hyper::client::conn::{http1 as hyper_http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 
-use super::body::CountedBody;
-use super::body_enum::body_enum;
-use super::connection::LocalExec;
 use crate::fast_map::FastMap;
+use crate::worker::body::{CountedBody, body_enum};
+use crate::worker::runtime::LocalExec;
 use culvert_wire::{CarriesRawFields, FieldLines, FieldsAs};
 
 mod http1;

@@ -1,11 +1,15 @@
 //! The worker's coarse clock: a count its main loop advances every
-//! [`TICK`](super::proxy::TICK), which tasks wait on instead of arming timers of
+//! [`TICK`], which tasks wait on instead of arming timers of
 //! their own. Waiting puts a waker in a plain list (no lock, no timer, nothing to
 //! take out when the wait is dropped), and a task is listed at most once per tick
 //! however many waits it holds.
 
 use std::cell::{Cell, RefCell};
 use std::task::Waker;
+use std::time::Duration;
+
+/// The period of the worker's clock.
+pub(crate) const TICK: Duration = Duration::from_secs(1);
 
 /// The tick count and the tasks to wake at the next tick.
 #[derive(Default)]
@@ -48,7 +52,7 @@ impl Ticks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::counting_waker::WakeCount;
+    use crate::worker::runtime::counting_waker::WakeCount;
 
     #[test]
     fn a_listed_task_is_woken_once_at_the_next_tick() {

@@ -7,7 +7,7 @@
 //! before the last response (one `setsockopt`), so the response, the
 //! `close_notify` and the FIN leave as one segment instead of three.
 //!
-//! The connection is always shut down before it is dropped (see `super::close`):
+//! The connection is always shut down before it is dropped (see the HTTP/1 server's `close`):
 //! a close with bytes still unread by us would reset the connection and discard
 //! held data, where a shutdown sends it first.
 

@@ -111,7 +111,7 @@ impl Drop for DrainWatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::worker::counting_waker::WakeCount;
+    use crate::worker::runtime::counting_waker::WakeCount;
 
     #[test]
     fn watching_connections_are_woken_once_when_the_drain_starts() {

@@ -33,30 +33,25 @@ use pin_project_lite::pin_project;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep, sleep};
 
-use super::Worker;
-use super::body::ClientBody;
-use super::drain::{Drain, DrainWatch};
 use super::h2c;
-use super::proxy::ClientUpgrade;
-use super::record::RecordedBody;
-use super::sniff::Prefixed;
 use crate::limits::ClientLimits;
 use crate::metrics::Refusal;
 use crate::pipeline::fields::upgrade_protocol;
 use crate::pipeline::{ConnectionInfo, Transport};
+use crate::worker::body::ClientBody;
+use crate::worker::body::http1::{BodySource, Http1Body};
+use crate::worker::exchange::record::RecordedBody;
+use crate::worker::exchange::{ClientUpgrade, Worker};
+use crate::worker::io::{Io, Prefixed, Upgraded};
+use crate::worker::runtime::drain::{Drain, DrainWatch};
 use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
 };
 
-mod body;
 mod conn;
-mod io;
 mod respond;
 #[cfg(test)]
 mod sizes;
-
-pub(crate) use body::Http1Body;
-pub(crate) use io::Io;
 
 use conn::Conn;
 use respond::{Asked, write_last, write_out, write_response};
@@ -72,10 +67,6 @@ const WATCH_AFTER_TICKS: u32 = 2;
 const LINGER: Duration = Duration::from_secs(5);
 /// Most bytes a closing connection reads and drops.
 const LINGER_BYTES: usize = 1024 * 1024;
-
-/// A client connection handed over after a `101`, with the bytes it sent past the
-/// upgrade request.
-pub(crate) type Upgraded = Prefixed<Box<dyn Io>>;
 
 /// A connection switched to h2c by an upgrade request: the `101` is written.
 pub(crate) struct SwitchedToH2c {
@@ -300,7 +291,7 @@ fn serve_one<'a>(
         }
         None => (None, None),
     };
-    let body = Http1Body::new(Rc::clone(conn), exchange);
+    let body = Http1Body::new(Rc::clone(conn) as Rc<RefCell<dyn BodySource>>, exchange);
     let request = request.map(|()| ClientBody::Http1(body));
     // The client going away drops the request, and with it the upstream exchange
     // (nginx's default, `proxy_ignore_client_abort off`).

@@ -12,8 +12,8 @@ use culvert_router::rule::Backend;
 use http::header;
 use http::{Request, Uri, Version};
 
-use super::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
 use crate::pipeline::UpstreamHead;
+use crate::worker::upstream::{Http1Head, Protocol, RequestBody, UpstreamRequest, is_origin_form};
 
 impl UpstreamHead {
     /// Moves the added fields into the header map.

@@ -15,10 +15,11 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::Frame;
 use tokio::io::{AsyncReadExt, AsyncWrite};
 
-use super::io::Io;
+use crate::worker::body::http1::{BodyError, BodySource};
+use crate::worker::io::Io;
 
-use crate::worker::stack_read::poll_read_on_stack;
-use crate::worker::tick::{TickListing, Ticks};
+use crate::worker::io::stack_read::poll_read_on_stack;
+use crate::worker::runtime::tick::{TickListing, Ticks};
 use culvert_wire::{
     BodyDecoder, BodyFraming, Chunk, HeadLimits, RequestHead, WireError, parse_request_head,
 };
@@ -115,51 +116,6 @@ impl Conn {
             0
         };
         self.exchange
-    }
-
-    /// Bytes of the body of `exchange` still to come, when known.
-    pub(super) fn body_remaining(&self, exchange: u64) -> Option<u64> {
-        if exchange == self.exchange {
-            self.body.remaining()
-        } else {
-            None
-        }
-    }
-
-    /// The next frame of the body of `exchange`.
-    pub(super) fn poll_body(
-        &mut self,
-        cx: &mut Context<'_>,
-        exchange: u64,
-    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
-        if exchange != self.exchange || self.body.is_failed() {
-            // Never a clean end: the reader would take a cut body for a whole one.
-            return Poll::Ready(Some(Err(BodyError::Broken)));
-        }
-        if self.continue_due > 0 {
-            ready!(self.poll_continue(cx)).map_err(BodyError::Io)?;
-        }
-        loop {
-            match self.body.decode(&mut self.read) {
-                Ok(Chunk::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
-                Ok(Chunk::Trailers(trailers)) => {
-                    return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
-                }
-                Ok(Chunk::End) => return Poll::Ready(None),
-                Ok(Chunk::Incomplete) => {}
-                Err(error) => return Poll::Ready(Some(Err(BodyError::Wire(error)))),
-            }
-            let error = match ready!(self.poll_fill(cx, BODY_READ)) {
-                Ok(0) => match self.body.end_of_input() {
-                    Ok(()) => continue,
-                    Err(error) => BodyError::Wire(error),
-                },
-                Ok(_) => continue,
-                Err(error) => BodyError::Io(error),
-            };
-            self.body = BodyDecoder::abandoned();
-            return Poll::Ready(Some(Err(error)));
-        }
     }
 
     /// Consumes what is left of the current body when all of it has arrived already
@@ -272,13 +228,47 @@ impl Conn {
     }
 }
 
-/// Why a request body could not be read.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BodyError {
-    #[error("reading the request body: {0}")]
-    Io(io::Error),
-    #[error("bad request body: {0}")]
-    Wire(WireError),
-    #[error("the request body broke off earlier")]
-    Broken,
+impl BodySource for Conn {
+    fn body_remaining(&self, exchange: u64) -> Option<u64> {
+        if exchange == self.exchange {
+            self.body.remaining()
+        } else {
+            None
+        }
+    }
+
+    fn poll_body(
+        &mut self,
+        cx: &mut Context<'_>,
+        exchange: u64,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if exchange != self.exchange || self.body.is_failed() {
+            // Never a clean end: the reader would take a cut body for a whole one.
+            return Poll::Ready(Some(Err(BodyError::Broken)));
+        }
+        if self.continue_due > 0 {
+            ready!(self.poll_continue(cx)).map_err(BodyError::Io)?;
+        }
+        loop {
+            match self.body.decode(&mut self.read) {
+                Ok(Chunk::Data(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                Ok(Chunk::Trailers(trailers)) => {
+                    return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+                }
+                Ok(Chunk::End) => return Poll::Ready(None),
+                Ok(Chunk::Incomplete) => {}
+                Err(error) => return Poll::Ready(Some(Err(BodyError::Wire(error)))),
+            }
+            let error = match ready!(self.poll_fill(cx, BODY_READ)) {
+                Ok(0) => match self.body.end_of_input() {
+                    Ok(()) => continue,
+                    Err(error) => BodyError::Wire(error),
+                },
+                Ok(_) => continue,
+                Err(error) => BodyError::Io(error),
+            };
+            self.body = BodyDecoder::abandoned();
+            return Poll::Ready(Some(Err(error)));
+        }
+    }
 }

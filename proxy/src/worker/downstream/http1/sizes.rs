@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
-use super::super::Worker;
 use super::conn::Conn;
-use super::{Io, serve, serve_one};
+use super::{serve, serve_one};
 use crate::pipeline::ConnectionInfo;
 use crate::pipeline::fields::Forwarding;
+use crate::worker::exchange::Worker;
+use crate::worker::io::Io;
 use crate::{AccessLog, ClientLimits, SnapshotCell};
 
 /// What one connection's future may weigh (952 bytes when this bound was set, in

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use culvert_connector::io::{ServeFuture, StreamInfo, TunnelBody, TunnelHandler, box_body};
 use culvert_connector::proto::ConnectionType;
 
-use super::Worker;
+use crate::worker::exchange::Worker;
 
 /// Serves tunnel streams on one worker.
 pub(crate) struct TunnelEntry(pub(crate) Rc<Worker>);

@@ -16,7 +16,7 @@ const BACKLOG: i32 = 1024;
 /// How long the kernel holds a connection that has sent nothing before handing it
 /// over anyway; the worker's header timeout then applies. The same as the header
 /// timeout's default, as nginx's `deferred` takes its `client_header_timeout`.
-pub(super) const DEFER_ACCEPT: Duration = crate::ClientLimits::HEADER_READ_TIMEOUT;
+pub(crate) const DEFER_ACCEPT: Duration = crate::ClientLimits::HEADER_READ_TIMEOUT;
 
 /// A non-blocking listening socket on `addr` with SO_REUSEADDR and SO_REUSEPORT, so
 /// every worker can bind the same address, and with TCP_NODELAY, which Linux copies
@@ -27,7 +27,7 @@ pub(super) const DEFER_ACCEPT: Duration = crate::ClientLimits::HEADER_READ_TIMEO
 /// the worker only once its first bytes are in. Accepting and reading then take one
 /// wake-up of the worker instead of two, and a client that connects and says nothing
 /// costs no task until [`DEFER_ACCEPT`] has passed.
-pub(super) fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+pub(crate) fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
     let bind = |addr: SocketAddr| -> std::io::Result<TcpListener> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         socket.set_reuse_address(true)?;
@@ -50,7 +50,7 @@ pub(super) fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 /// TCP_DEFER_ACCEPT, which socket2 does not cover.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code, reason = "setsockopt and getsockopt are foreign calls")]
-pub(super) mod defer_accept {
+pub(crate) mod defer_accept {
     use std::io;
     use std::os::fd::AsRawFd;
     use std::time::Duration;

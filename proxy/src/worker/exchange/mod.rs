@@ -1,7 +1,9 @@
-//! One request through a worker: route it on the snapshot it loaded, answer locally
-//! (404, 421, redirect, CORS preflight, 500/503 for unusable backends) or forward it
-//! to one endpoint of a chosen backend, with retries and mirrors, streaming both
-//! bodies. WebSocket upgrades are tunnelled once the backend answers 101.
+//! One request through a worker: the pipeline plans it on the snapshot it loaded
+//! ([`crate::pipeline::plan`]), and this carries the plan out: a local answer (404,
+//! 421, redirect, CORS preflight, 500/503 for unusable backends), or the request
+//! forwarded to one endpoint of a chosen backend, with retries and mirrors,
+//! streaming both bodies. WebSocket upgrades are tunnelled once the backend answers
+//! 101.
 //!
 //! Failures are classified: client (400 bad request, 404 no route, 421 misdirected),
 //! internal (500 no backend with weight or invalid reference), upstream (502
@@ -34,15 +36,10 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use super::body::{BodyFailure, ClientBody, CountedBody};
-use super::body_enum::body_enum;
-use super::drain::Drain;
-use super::http1::Upgraded;
-use super::outgoing::{build_request, upgrade_request};
-use super::record::{Record, RecordedBody, Sink};
-use super::splice::{Spliced, splice};
-use super::tick::Ticks;
-use super::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
+mod outgoing;
+pub(crate) mod record;
+mod splice;
+
 use crate::access_log::AccessLog;
 use crate::metrics::{Refusal, WorkerStats};
 use crate::pipeline::fields::{Forwarding, strip_hop_by_hop};
@@ -50,9 +47,17 @@ use crate::pipeline::{
     self, AttemptEnd, Attempts, BackendFailure, ConnectionInfo, Forward, LocalAnswer, Plan,
     Planned, UpstreamHead, attempt_limit, grpc_local_answer, pick_endpoint,
 };
+use crate::worker::body::{BodyFailure, ClientBody, CountedBody, body_enum};
+use crate::worker::io::Upgraded;
+use crate::worker::runtime::drain::Drain;
+use crate::worker::runtime::tick::Ticks;
+use crate::worker::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
 use crate::{BoxError, ClientLimits};
 use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
+use outgoing::{build_request, upgrade_request};
+use record::{Record, RecordedBody, Sink};
+use splice::{Spliced, splice};
 
 body_enum! {
     /// Body of every answer.
@@ -106,9 +111,6 @@ pub(crate) struct Worker {
     /// runtime's next wake-up costs the runtime an eventfd write).
     ticks: Ticks,
 }
-
-/// The period of [`Worker::tick`].
-pub(crate) const TICK: Duration = Duration::from_secs(1);
 
 /// Counts one client connection for as long as it lives.
 pub(crate) struct ConnectionGuard(Rc<Worker>);

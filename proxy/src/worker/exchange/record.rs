@@ -17,13 +17,13 @@ use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::body::BodyProgress;
-use super::proxy::ProxyBody;
+use super::ProxyBody;
 use crate::BoxError;
 use crate::access_log::{AccessLog, rfc3339};
 use crate::metrics::{InFlight, RouteStats, WorkerStats};
 use crate::pipeline::BackendFailure;
 use crate::pipeline::fields::RoutingHost;
+use crate::worker::body::BodyProgress;
 use culvert_wire::{CarriesRawFields, RawFields};
 
 /// One request being served.
@@ -85,14 +85,19 @@ impl Record {
 
     /// Whether the request failed: a backend failure, a 5xx, or a gRPC status
     /// other than `OK`.
-    pub(super) fn failed(&self) -> bool {
+    pub(in crate::worker) fn failed(&self) -> bool {
         self.failure.is_some()
             || self.status.is_server_error()
             || self.grpc_status.is_some_and(|code| code != 0)
     }
 
     /// The JSON access-log line for this request.
-    pub(super) fn line(&self, worker: usize, response_bytes: u64, complete: bool) -> String {
+    pub(in crate::worker) fn line(
+        &self,
+        worker: usize,
+        response_bytes: u64,
+        complete: bool,
+    ) -> String {
         let elapsed = self.started.elapsed();
         let started_at = SystemTime::now()
             .checked_sub(elapsed)

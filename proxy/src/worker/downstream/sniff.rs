@@ -3,18 +3,16 @@
 //! (RFC 9113 §3.4), anything else is taken as HTTP/1.x.
 //!
 //! The first read is an ordinary one (a whole request head usually arrives in it,
-//! read on the stack, see [`super::stack_read`]), and [`Prefixed`] hands what it read to the HTTP server before reading the socket
-//! again, so telling the versions apart costs no extra syscall.
+//! read on the stack, see `io::stack_read`), and `io::Prefixed` hands what it read to
+//! the HTTP server before reading the socket again, so telling the versions apart costs no extra syscall.
 
 use std::future::poll_fn;
 use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use bytes::BytesMut;
+use tokio::io::AsyncRead;
 
-use super::stack_read::poll_read_on_stack;
+use crate::worker::io::stack_read::poll_read_on_stack;
 
 /// What an HTTP/2 client sends first.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -49,75 +47,12 @@ where
     }
 }
 
-/// An IO whose reads first return `prefix` (bytes already taken off the socket).
-#[derive(Debug)]
-pub(crate) struct Prefixed<I> {
-    prefix: BytesMut,
-    io: I,
-}
-
-impl<I> Prefixed<I> {
-    pub(crate) fn new(prefix: BytesMut, io: I) -> Self {
-        Self { prefix, io }
-    }
-}
-
-impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.prefix.is_empty() {
-            return Pin::new(&mut this.io).poll_read(cx, buf);
-        }
-        let take = this.prefix.len().min(buf.remaining());
-        buf.put_slice(&this.prefix[..take]);
-        this.prefix.advance(take);
-        if this.prefix.is_empty() {
-            // Let the buffer go: a kept-alive connection should not hold it.
-            this.prefix = BytesMut::new();
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<I: AsyncWrite + Unpin> AsyncWrite for Prefixed<I> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    use super::{HttpVersion, PREFACE, Prefixed, detect};
+    use super::{HttpVersion, PREFACE, detect};
+    use crate::worker::io::Prefixed;
 
     async fn detect_sent(pieces: &[&[u8]]) -> Option<(HttpVersion, Vec<u8>)> {
         let (mut client, mut server) = tokio::io::duplex(64);

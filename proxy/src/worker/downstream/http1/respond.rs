@@ -17,7 +17,7 @@ use hyper::body::Body;
 
 use super::conn::Conn;
 use crate::pipeline::fields::has_token;
-use crate::worker::record::RecordedBody;
+use crate::worker::exchange::record::RecordedBody;
 use crate::worker::upstream::InterimHeads;
 use culvert_wire::{
     CarriesRawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk,
@@ -247,7 +247,7 @@ pub(super) async fn write_out(conn: &RefCell<Conn>, out: &mut Vec<u8>) -> io::Re
 }
 
 /// Writes all of `out`, the last bytes before the connection is shut down, and
-/// empties it: on TCP they leave with the FIN (see `super::io`).
+/// empties it: on TCP they leave with the FIN (see `worker::io::Io`).
 pub(super) async fn write_last(conn: &RefCell<Conn>, out: &mut Vec<u8>) -> io::Result<()> {
     write_all(conn, out, true).await
 }

@@ -26,39 +26,27 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::Worker;
-use super::drain::DrainWatch;
 use super::h2c;
 use super::http1;
 use super::idle::StreamActivity;
-use super::sniff::{self, HttpVersion, Prefixed};
+use super::sniff::{self, HttpVersion};
 use crate::metrics::{OpenConnection, Refusal};
 use crate::pipeline::{ConnectionInfo, Transport};
+use crate::worker::exchange::Worker;
+use crate::worker::io::{Io, Prefixed};
+use crate::worker::runtime::LocalExec;
+use crate::worker::runtime::drain::DrainWatch;
 
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Concurrent streams one HTTP/2 client may open.
 const MAX_CONCURRENT_STREAMS: u32 = 256;
 
-/// Runs a `!Send` future on the worker's own thread: hyper's HTTP/2 side spawns
-/// per-stream tasks through this, so they never leave the core.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LocalExec;
-
-impl<F> hyper::rt::Executor<F> for LocalExec
-where
-    F: Future + 'static,
-{
-    fn execute(&self, future: F) {
-        tokio::task::spawn_local(future);
-    }
-}
-
 /// Starts serving one accepted connection on this worker's thread; `open` counts
 /// it in the listener's metrics until it closes. What the connection's task keeps
 /// for its whole life is worked out here, so the task (what an idle client costs)
 /// holds only handles to it.
-pub(super) fn spawn(
+pub(crate) fn spawn(
     worker: Rc<Worker>,
     stream: TcpStream,
     peer: SocketAddr,
@@ -132,7 +120,7 @@ async fn serve_http<I>(
     info: Rc<ConnectionInfo>,
     version: Option<HttpVersion>,
 ) where
-    I: http1::Io + Send + 'static,
+    I: Io + Send + 'static,
 {
     let mut drain = worker.drain().watch();
     if drain.started() {

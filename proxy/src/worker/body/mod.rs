@@ -16,9 +16,12 @@ use culvert_connector::io::TunnelBody;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::{Instant, Sleep, sleep};
 
-use super::body_enum::body_enum;
-use super::http1::Http1Body;
+mod body_enum;
+pub(crate) mod http1;
+
 use crate::BoxError;
+pub(crate) use body_enum::body_enum;
+use http1::Http1Body;
 
 body_enum! {
     /// A request body as the client sends it.
