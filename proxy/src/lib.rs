@@ -11,20 +11,23 @@
 //!   its own SO_REUSEPORT listeners and upstream keep-alive pools; they serve
 //!   HTTP/1.1, HTTP/2, h2c, gRPC, WebSocket and TLS, forward with streamed bodies,
 //!   and reconcile their listeners when a snapshot changes the set.
-//! - `control/`: the config API (`PUT`/`GET /config`, `/healthz`, `/readyz`) on its
+//! - `pipeline/`: what to do with a request, decided without IO (route, answer
+//!   locally or rewrite for the backend, attempts and retries, failures).
+//! - `config_api/`: the config API (`PUT`/`GET /config`, `/healthz`, `/readyz`) on its
 //!   own thread, with an optional bearer token.
 //!
 //! Routing decisions are never made here: every request calls
-//! `culvert_router::RouteTable::route` on the snapshot it loaded once.
+//! `culvert_router::RouteTable::route` (through `pipeline::plan`) on the snapshot it
+//! loaded once.
 //!
 //! The crate also builds the `culvert` binary (`src/main.rs`, commands in `src/cli/`).
 //!
-//! No `unsafe` but one audited socket option (`worker::listen`), which socket2 does
+//! No `unsafe` but one audited socket option (`worker::runtime::listen`), which socket2 does
 //! not cover.
 #![deny(unsafe_code)]
 
 mod access_log;
-mod control;
+mod config_api;
 mod error;
 mod fast_map;
 mod limits;
@@ -39,7 +42,7 @@ mod tls;
 mod worker;
 
 pub use access_log::AccessLog;
-pub use control::{ControlTlsFiles, MAX_CONFIG_BYTES};
+pub use config_api::{ConfigApiTlsFiles, MAX_CONFIG_BYTES};
 pub(crate) use error::BoxError;
 pub use error::{Error, TlsError};
 pub use limits::ClientLimits;

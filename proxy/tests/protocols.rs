@@ -437,7 +437,7 @@ async fn the_config_api_speaks_tls_and_picks_up_a_rotated_certificate() {
         let server = Server::start(
             ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
                 .with_token("t")
-                .with_control_tls(culvert_proxy::ControlTlsFiles {
+                .with_control_tls(culvert_proxy::ConfigApiTlsFiles {
                     certificate: cert_path.clone(),
                     private_key: key_path.clone(),
                 }),

@@ -30,7 +30,7 @@ use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
-use culvert_proxy::{ClientLimits, ControlTlsFiles, ManifestSource, ServeConfig, Server};
+use culvert_proxy::{ClientLimits, ConfigApiTlsFiles, ManifestSource, ServeConfig, Server};
 use culvert_router::{DataPlaneConfig, parse_duration};
 use culvert_wire::HeadLimits;
 
@@ -178,7 +178,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         .with_access_log((!args.no_access_log).then_some(args.access_log_sample));
     if let (Some(certificate), Some(private_key)) = (&args.control_tls_cert, &args.control_tls_key)
     {
-        config = config.with_control_tls(ControlTlsFiles {
+        config = config.with_control_tls(ConfigApiTlsFiles {
             certificate: certificate.clone(),
             private_key: private_key.clone(),
         });

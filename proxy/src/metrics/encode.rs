@@ -15,31 +15,31 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::control::ControlValues;
+use super::config_api::ConfigApiValues;
 use super::snapshot::RouteSnapshot;
 
 /// Reads one counter of a route.
 type RouteCounter = fn(&RouteSnapshot) -> u64;
-use super::{ControlStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot};
+use super::{ConfigApiStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot};
 use crate::pipeline::BackendFailure;
 
 /// The `Content-Type` to serve [`encode`]'s output with:
 /// `text/plain; version=0.0.4; charset=utf-8`.
 pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-/// The whole exposition: the control thread's counters and the workers' merged
+/// The whole exposition: the config API thread's counters and the workers' merged
 /// snapshot. Series are sorted by label value; request counters and backend errors
 /// appear only for the status classes and reasons seen at least once, every other
 /// per-route and per-listener series from the first time its route or listener was
 /// looked up.
 ///
 /// Clones `merged` once (the crate's encoder takes only owned collectors); that is a
-/// few hundred bytes per route, per scrape, on the control thread.
+/// few hundred bytes per route, per scrape, on the config API thread.
 ///
 /// `tunnel` holds how many tunnel connections are in each state (`registered`,
 /// `connecting`, ...), empty when no tunnel is served.
 pub(crate) fn encode(
-    control: &ControlStats,
+    control: &ConfigApiStats,
     merged: &StatsSnapshot,
     tunnel: &[(&'static str, u64)],
 ) -> String {
@@ -60,7 +60,7 @@ pub(crate) fn encode(
 /// One scrape's worth of values, handed to the registry as a collector.
 #[derive(Debug)]
 struct Exposition {
-    control: ControlValues,
+    control: ConfigApiValues,
     stats: StatsSnapshot,
     tunnel: Vec<(&'static str, u64)>,
 }

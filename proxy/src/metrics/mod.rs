@@ -10,12 +10,12 @@
 //!   [`WorkerStats::listener`] a [`ListenerStats`] handle whose
 //!   [`ListenerStats::connection_opened`] gives an [`OpenConnection`] guard.
 //! - [`StatsSnapshot`] (`snapshot.rs`): a `Send + Clone` copy of one worker's stats,
-//!   taken with [`WorkerStats::snapshot`] on the worker thread when the control thread
+//!   taken with [`WorkerStats::snapshot`] on the worker thread when the config API thread
 //!   asks for it, and added up with [`StatsSnapshot::merge`].
-//! - [`ControlStats`] (`control.rs`): the control thread's few numbers (config
+//! - [`ConfigApiStats`] (`control.rs`): the config API thread's few numbers (config
 //!   version, swaps, rejections, workers).
 //! - [`encode()`] (`encode.rs`): the Prometheus text exposition (format 0.0.4, no
-//!   `# EOF`) of a [`ControlStats`] and a merged [`StatsSnapshot`], written with the
+//!   `# EOF`) of a [`ConfigApiStats`] and a merged [`StatsSnapshot`], written with the
 //!   `prometheus-client` crate; serve it with [`CONTENT_TYPE`].
 //!
 //! It must never: take a lock or touch an atomic on the request path, hold a
@@ -30,18 +30,18 @@
 //! process with much route churn eventually counts new routes under [`OVERFLOW`];
 //! that is the price of counters that never go backwards.
 //!
-//! The message passing between the workers and the control thread is not here: a
+//! The message passing between the workers and the config API thread is not here: a
 //! worker answers a scrape request on its own thread (`worker/mod.rs`), and the
-//! control thread merges and encodes (`control/mod.rs`).
+//! config API thread merges and encodes (`config_api/mod.rs`).
 
-mod control;
+mod config_api;
 mod encode;
 mod snapshot;
 mod worker;
 
 use http::StatusCode;
 
-pub(crate) use control::ControlStats;
+pub(crate) use config_api::ConfigApiStats;
 pub(crate) use encode::{CONTENT_TYPE, encode};
 pub(crate) use snapshot::StatsSnapshot;
 

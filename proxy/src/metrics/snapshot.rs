@@ -1,7 +1,7 @@
 //! Copies of worker counters that can cross threads and be added up.
 //!
 //! Owns [`StatsSnapshot`]: plain integers in ordered maps, `Send + Sync + Clone`, so a
-//! worker can hand one to the control thread and the control thread can
+//! worker can hand one to the config API thread and the config API thread can
 //! [`merge`](StatsSnapshot::merge) them. Never refers back to a worker's cells and
 //! never records anything itself. Ordered maps keep the exposition stable.
 

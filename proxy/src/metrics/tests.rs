@@ -9,7 +9,7 @@ fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
 }
 
-/// Merges the snapshots of `workers` the way the control thread will.
+/// Merges the snapshots of `workers` the way the config API thread will.
 fn merged(workers: &[&WorkerStats]) -> StatsSnapshot {
     let mut total = StatsSnapshot::new();
     for worker in workers {
@@ -65,7 +65,7 @@ fn two_workers_merge_into_one_exposition() {
     let kept_b = b.listener("0.0.0.0:8080").connection_opened();
     drop(b.listener("tunnel").connection_opened());
 
-    let control = ControlStats::new();
+    let control = ConfigApiStats::new();
     control.config_swapped(3);
     control.config_swapped(4);
     control.config_rejected();
@@ -223,7 +223,7 @@ fn merge_is_order_independent_and_keeps_one_sided_series() {
     // Merging into an empty snapshot is the identity.
     assert_eq!(merged(&[&a]), a.snapshot());
 
-    let text = encode(&ControlStats::new(), &ab, &[]);
+    let text = encode(&ConfigApiStats::new(), &ab, &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/only-a\",status_class=\"2xx\"} 1",
@@ -239,7 +239,7 @@ fn merge_is_order_independent_and_keeps_one_sided_series() {
 fn in_flight_and_open_connections_return_to_zero_after_guards_drop() {
     let a = WorkerStats::new();
     let b = WorkerStats::new();
-    let control = ControlStats::new();
+    let control = ConfigApiStats::new();
 
     let first = a.request_started();
     let second = a.request_started();
@@ -287,7 +287,7 @@ fn guards_outlive_a_moved_or_dropped_handle() {
     moved();
     assert_eq!(stats.snapshot().in_flight(), 0);
     assert_line(
-        &encode(&ControlStats::new(), &stats.snapshot(), &[]),
+        &encode(&ConfigApiStats::new(), &stats.snapshot(), &[]),
         "culvert_open_connections{listener=\"l\"} 0",
     );
 }
@@ -311,7 +311,7 @@ fn routes_past_the_cap_are_counted_under_overflow() {
     assert_eq!(stats.route(Some("ns/e")).label(), OVERFLOW);
     assert_eq!(stats.route(Some("ns/b")).label(), "ns/b");
 
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/a\",status_class=\"2xx\"} 2",
@@ -351,7 +351,7 @@ fn default_route_cap_is_max_route_keys() {
     let snapshot = stats.snapshot();
     let mut total = StatsSnapshot::new();
     total.merge(&snapshot);
-    let text = encode(&ControlStats::new(), &total, &[]);
+    let text = encode(&ConfigApiStats::new(), &total, &[]);
     let series = text
         .lines()
         .filter(|l| l.starts_with("culvert_request_bytes_total{"))
@@ -365,7 +365,7 @@ fn listeners_past_the_cap_are_counted_under_overflow() {
     let _first = stats.listener("0.0.0.0:80").connection_opened();
     let _second = stats.listener("0.0.0.0:81").connection_opened();
     let _third = stats.listener("0.0.0.0:82").connection_opened();
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     assert_line(&text, "culvert_open_connections{listener=\"0.0.0.0:80\"} 1");
     assert_line(&text, "culvert_open_connections{listener=\"overflow\"} 2");
     assert_line(&text, "culvert_connections_total{listener=\"overflow\"} 2");
@@ -381,7 +381,7 @@ fn duration_buckets_are_upper_inclusive() {
     route.record_response(StatusCode::OK, Duration::from_secs(30));
     route.record_response(StatusCode::OK, Duration::from_secs(31));
     route.record_response(StatusCode::OK, Duration::ZERO);
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     let bucket = |le: &str, n: u64| {
         format!("culvert_request_duration_seconds_bucket{{route=\"ns/t\",le=\"{le}\"}} {n}")
     };
@@ -408,7 +408,7 @@ fn status_codes_map_to_their_class() {
         let status = StatusCode::from_u16(code).expect("valid status code");
         route.record_response(status, ms(1));
     }
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     for (class, n) in [("1xx", 2), ("2xx", 1), ("3xx", 2), ("4xx", 2), ("5xx", 3)] {
         assert_line(
             &text,
@@ -437,7 +437,7 @@ fn backend_failures_have_their_label_and_status() {
             route.record_backend_failure(reason);
         }
     }
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     for (i, (_, label, _)) in expected.into_iter().enumerate() {
         assert_line(
             &text,
@@ -455,7 +455,7 @@ fn label_values_are_escaped() {
     stats
         .route(Some("ns/a\"b\\c"))
         .record_response(StatusCode::OK, ms(1));
-    let text = encode(&ControlStats::new(), &stats.snapshot(), &[]);
+    let text = encode(&ConfigApiStats::new(), &stats.snapshot(), &[]);
     assert_line(
         &text,
         "culvert_requests_total{route=\"ns/a\\\"b\\\\c\",status_class=\"2xx\"} 1",
@@ -473,7 +473,7 @@ fn snapshot_crosses_threads() {
     let from_thread = std::thread::spawn(move || {
         let mut total = StatsSnapshot::new();
         total.merge(&snapshot);
-        encode(&ControlStats::new(), &total, &[])
+        encode(&ConfigApiStats::new(), &total, &[])
     })
     .join()
     .expect("encoding thread");
@@ -485,7 +485,7 @@ fn snapshot_crosses_threads() {
 
 #[test]
 fn empty_stats_still_describe_every_family() {
-    let text = encode(&ControlStats::new(), &StatsSnapshot::new(), &[]);
+    let text = encode(&ConfigApiStats::new(), &StatsSnapshot::new(), &[]);
     for family in [
         "culvert_requests_in_flight gauge",
         "culvert_requests_total counter",

@@ -2,7 +2,7 @@
 //!
 //! Owns [`WorkerStats`] and the handles and guards it gives out. Everything here is
 //! single-threaded by construction (`Rc` and `Cell`, so `!Send`): a worker records
-//! without locks or atomics, and the control thread only ever sees a
+//! without locks or atomics, and the config API thread only ever sees a
 //! [`StatsSnapshot`] the worker copied for it. Never hold a `RefCell` borrow of the
 //! maps beyond one method, and never allocate for a key already present.
 //!
@@ -26,7 +26,7 @@ use crate::pipeline::BackendFailure;
 
 /// The stats of one worker thread. Create one per worker, keep it next to the
 /// worker's other state, and call [`snapshot`](Self::snapshot) on the worker thread
-/// when the control thread asks.
+/// when the config API thread asks.
 #[derive(Debug)]
 pub(crate) struct WorkerStats {
     /// Requests started and not finished; shared with every [`InFlight`] guard.
@@ -120,7 +120,7 @@ impl WorkerStats {
         )
     }
 
-    /// A copy of every counter, to send to the control thread. Allocates one `String`
+    /// A copy of every counter, to send to the config API thread. Allocates one `String`
     /// per route and listener; meant for scrapes, not for the request path.
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let routes = self

@@ -1,4 +1,4 @@
-//! Starting and stopping a whole data plane: the workers, the control thread and the
+//! Starting and stopping a whole data plane: the workers, the config API thread and the
 //! snapshot they share. Start at [`Server::start`].
 //!
 //! Order matters: the control address is checked and the initial config (if any) is
@@ -22,8 +22,8 @@ use culvert_router::DataPlaneConfig;
 use tokio::sync::watch;
 
 use crate::ClientLimits;
-use crate::control::{self, Control, ControlTls, ControlTlsFiles, WorkerLink};
-use crate::metrics::ControlStats;
+use crate::config_api::{self, ConfigApi, ConfigApiTls, ConfigApiTlsFiles, WorkerLink};
+use crate::metrics::ConfigApiStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
 use crate::{AccessLog, Error, ManifestSource, SnapshotCell};
 use culvert_connector::io::{Tunnel, TunnelConfig};
@@ -46,7 +46,7 @@ pub struct ServeConfig {
     pub insecure_control: bool,
     /// Certificate and key files of the config API; without them it speaks plain
     /// HTTP (allowed on loopback only, unless `insecure_control`).
-    pub control_tls: Option<ControlTlsFiles>,
+    pub control_tls: Option<ConfigApiTlsFiles>,
     /// Config to serve from the start; without one, the plane waits for
     /// `PUT /config`.
     pub initial: Option<DataPlaneConfig>,
@@ -133,7 +133,7 @@ impl ServeConfig {
 
     /// Sets [`ServeConfig::control_tls`].
     #[must_use]
-    pub fn with_control_tls(mut self, files: ControlTlsFiles) -> Self {
+    pub fn with_control_tls(mut self, files: ConfigApiTlsFiles) -> Self {
         self.control_tls = Some(files);
         self
     }
@@ -219,7 +219,7 @@ impl Server {
     /// and every listener, and starts the threads. Returns once every worker is
     /// accepting on the initial config's listeners.
     pub fn start(mut config: ServeConfig) -> Result<Self, Error> {
-        control::check_exposure(
+        config_api::check_exposure(
             config.control,
             config.token.as_deref(),
             config.control_tls.is_some(),
@@ -228,7 +228,7 @@ impl Server {
         let control_tls = config
             .control_tls
             .clone()
-            .map(ControlTls::load)
+            .map(ConfigApiTls::load)
             .transpose()?;
         let cell = Arc::new(SnapshotCell::new());
         if let Some(initial) = &config.initial {
@@ -334,22 +334,22 @@ impl Server {
             // Dropping `server` on an error stops the workers already started.
             ready_rx.recv().map_err(|_| Error::WorkerLost { index })??;
         }
-        let control = Control {
+        let api = ConfigApi {
             cell,
             token: config.token,
             workers: links,
             draining: Arc::clone(&server.draining),
             source: config.manifests.map(RefCell::new),
             published: config.published.map(RefCell::new),
-            stats: ControlStats::new(),
+            stats: ConfigApiStats::new(),
             tls: control_tls,
             tunnel,
         };
-        control.stats.set_workers(workers);
-        if let Some(snapshot) = control.cell.load_full() {
-            control.stats.config_swapped(snapshot.config_version);
+        api.stats.set_workers(workers);
+        if let Some(snapshot) = api.cell.load_full() {
+            api.stats.config_swapped(snapshot.config_version);
         }
-        let thread = control::spawn(control, control_listener, shutdown_rx)?;
+        let thread = config_api::spawn(api, control_listener, shutdown_rx)?;
         server.threads.push(thread);
         Ok(server)
     }

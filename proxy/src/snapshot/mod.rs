@@ -95,7 +95,7 @@ impl Snapshot {
     }
 }
 
-/// The current snapshot, if any, shared by every worker and the control thread.
+/// The current snapshot, if any, shared by every worker and the config API thread.
 #[derive(Debug, Default)]
 pub struct SnapshotCell {
     current: ArcSwapOption<Snapshot>,

@@ -4,7 +4,7 @@
 //!
 //! Everything here is built when a snapshot is compiled, off the request path; a
 //! handshake only reads it. Files named by the config are stamped (modification time
-//! and length) so the control thread can notice a renewed certificate and recompile
+//! and length) so the config API thread can notice a renewed certificate and recompile
 //! (see [`CertificateStore::files_changed`]). Never touches a socket.
 //!
 //! Start at [`TlsSettings::build`].

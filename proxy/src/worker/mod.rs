@@ -12,7 +12,7 @@
 //! for a request) → `upstream` (backend connections) → `body`, `io` and `runtime`
 //! (request bodies, transports, the worker's clock, drain signal and listeners).
 //!
-//! Listener set: the control thread bumps a per-worker `watch` generation after each
+//! Listener set: the config API thread bumps a per-worker `watch` generation after each
 //! swap; the worker then binds the listeners the new snapshot adds and closes the
 //! ones it removes (connections already accepted on a closed listener finish), and
 //! acknowledges the generation on its own `watch`.
@@ -49,7 +49,7 @@ use runtime::tick::TICK;
 
 /// The channels a worker thread is driven by.
 pub(crate) struct WorkerChannels {
-    /// Bumped by the control thread after each snapshot swap.
+    /// Bumped by the config API thread after each snapshot swap.
     pub(crate) generation: watch::Receiver<u64>,
     /// The last generation this worker reconciled its listeners for.
     pub(crate) applied: watch::Sender<u64>,
@@ -66,7 +66,7 @@ pub(crate) struct WorkerChannels {
     pub(crate) drained: watch::Sender<bool>,
     /// Where request lines go.
     pub(crate) access_log: Arc<AccessLog>,
-    /// Scrape requests from the control thread, answered with a copy of the stats.
+    /// Scrape requests from the config API thread, answered with a copy of the stats.
     pub(crate) scrape: tokio::sync::mpsc::Receiver<oneshot::Sender<StatsSnapshot>>,
     /// Seed of the worker's random numbers (weighted picks, sampling); the clock
     /// when `None`.

@@ -1,25 +1,25 @@
-//! The control thread's own counters.
+//! The config API thread's own counters.
 //!
-//! Owns [`ControlStats`]: config version, swaps, rejections and worker count. They
+//! Owns [`ConfigApiStats`]: config version, swaps, rejections and worker count. They
 //! change a few times a minute at most, off the request path, so relaxed atomics are
 //! fine and let the struct sit in an `Arc` shared by whoever starts the workers and
-//! the control thread. Never recorded into by a worker.
+//! the config API thread. Never recorded into by a worker.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counters of the control thread. All updates are `Relaxed`: each number stands on
+/// Counters of the config API thread. All updates are `Relaxed`: each number stands on
 /// its own and no other memory is published through them.
 #[derive(Debug, Default)]
-pub(crate) struct ControlStats {
+pub(crate) struct ConfigApiStats {
     config_version: AtomicU64,
     config_swaps: AtomicU64,
     config_rejected: AtomicU64,
     workers: AtomicU64,
 }
 
-/// The values of a [`ControlStats`] at one moment.
+/// The values of a [`ConfigApiStats`] at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct ControlValues {
+pub(super) struct ConfigApiValues {
     pub(super) config_version: u64,
     pub(super) config_swaps: u64,
     pub(super) config_rejected: u64,
@@ -27,7 +27,7 @@ pub(super) struct ControlValues {
     pub(super) panics: u64,
 }
 
-impl ControlStats {
+impl ConfigApiStats {
     /// All zero: no config served yet (`culvert_config_version` reads 0 until then).
     pub(crate) fn new() -> Self {
         Self::default()
@@ -52,8 +52,8 @@ impl ControlStats {
         self.workers.store(workers, Ordering::Relaxed);
     }
 
-    pub(super) fn values(&self) -> ControlValues {
-        ControlValues {
+    pub(super) fn values(&self) -> ConfigApiValues {
+        ConfigApiValues {
             config_version: self.config_version.load(Ordering::Relaxed),
             config_swaps: self.config_swaps.load(Ordering::Relaxed),
             config_rejected: self.config_rejected.load(Ordering::Relaxed),

@@ -20,7 +20,7 @@
 //! translation, with the next version; a broken edit is reported and the running
 //! config stays.
 //!
-//! With TLS files set ([`ControlTlsFiles`]) the API speaks HTTPS only; the files
+//! With TLS files set ([`ConfigApiTlsFiles`]) the API speaks HTTPS only; the files
 //! are re-read when they change. With a token set, `/config` and `/drain` need `Authorization: Bearer <token>` (compared in
 //! constant time) → 401 otherwise. A non-loopback control address needs both a token
 //! and TLS, unless explicitly overridden (`--insecure-control`).
@@ -45,10 +45,10 @@ use tokio::task::LocalSet;
 
 mod tls;
 
-pub(crate) use tls::ControlTls;
-pub use tls::ControlTlsFiles;
+pub(crate) use tls::ConfigApiTls;
+pub use tls::ConfigApiTlsFiles;
 
-use crate::metrics::{self, ControlStats, StatsSnapshot};
+use crate::metrics::{self, ConfigApiStats, StatsSnapshot};
 use crate::{Error, ManifestSource, SnapshotCell};
 use culvert_router::DataPlaneConfig;
 
@@ -65,7 +65,7 @@ const CERTIFICATE_POLL: Duration = Duration::from_secs(2);
 /// How long `PUT /config` waits for the workers to reconcile their listeners.
 const RECONCILE_WAIT: Duration = Duration::from_secs(5);
 
-/// One worker as the control thread sees it.
+/// One worker as the config API thread sees it.
 pub(crate) struct WorkerLink {
     /// Bumped after each swap.
     pub(crate) generation: watch::Sender<u64>,
@@ -75,8 +75,8 @@ pub(crate) struct WorkerLink {
     pub(crate) scrape: tokio::sync::mpsc::Sender<oneshot::Sender<StatsSnapshot>>,
 }
 
-/// What the control thread needs.
-pub(crate) struct Control {
+/// What the config API thread needs.
+pub(crate) struct ConfigApi {
     pub(crate) cell: Arc<SnapshotCell>,
     pub(crate) token: Option<String>,
     pub(crate) workers: Vec<WorkerLink>,
@@ -87,17 +87,17 @@ pub(crate) struct Control {
     /// Configs published by an embedded control plane, if one runs.
     pub(crate) published: Option<RefCell<watch::Receiver<Option<Arc<DataPlaneConfig>>>>>,
     /// Config version, swaps and rejections, for `/metrics`.
-    pub(crate) stats: ControlStats,
+    pub(crate) stats: ConfigApiStats,
     /// TLS of the API itself, if configured.
-    pub(crate) tls: Option<ControlTls>,
+    pub(crate) tls: Option<ConfigApiTls>,
     /// The tunnel, if one is served: ready needs a registered connection.
     pub(crate) tunnel: Option<culvert_connector::io::Tunnel>,
 }
 
-/// Starts the control thread on an already bound, non-blocking `listener`; it stops
+/// Starts the config API thread on an already bound, non-blocking `listener`; it stops
 /// when `shutdown`'s sender is dropped.
 pub(crate) fn spawn(
-    control: Control,
+    control: ConfigApi,
     listener: std::net::TcpListener,
     shutdown: watch::Receiver<()>,
 ) -> Result<std::thread::JoinHandle<()>, Error> {
@@ -116,7 +116,7 @@ pub(crate) fn spawn(
 }
 
 async fn serve(
-    control: Rc<Control>,
+    control: Rc<ConfigApi>,
     listener: std::net::TcpListener,
     mut shutdown: watch::Receiver<()>,
 ) {
@@ -143,7 +143,7 @@ async fn serve(
                     continue;
                 };
                 let control = Rc::clone(&control);
-                let acceptor = control.tls.as_ref().map(ControlTls::acceptor);
+                let acceptor = control.tls.as_ref().map(ConfigApiTls::acceptor);
                 tokio::task::spawn_local(async move {
                     match acceptor {
                         None => serve_connection(control, stream).await,
@@ -165,7 +165,7 @@ async fn serve(
 
 /// Resolves when the embedded control plane has published a config not applied
 /// yet; never without one (or once it has stopped).
-async fn next_published(control: &Control) {
+async fn next_published(control: &ConfigApi) {
     let Some(published) = &control.published else {
         return std::future::pending().await;
     };
@@ -176,7 +176,7 @@ async fn next_published(control: &Control) {
 }
 
 /// Serves config API requests on one connection until it closes.
-async fn serve_connection<I>(control: Rc<Control>, io: I)
+async fn serve_connection<I>(control: Rc<ConfigApi>, io: I)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
 {
@@ -191,7 +191,7 @@ where
         .await;
 }
 
-impl Control {
+impl ConfigApi {
     /// Workers whose thread has ended (after a panic: they stop only with the
     /// whole plane otherwise): their end of the scrape channel is gone.
     fn stopped_workers(&self) -> usize {
@@ -307,7 +307,7 @@ impl Control {
         }
     }
 
-    /// Every worker's stats added up, with the control thread's, as Prometheus
+    /// Every worker's stats added up, with the config API thread's, as Prometheus
     /// text. A worker that does not answer within [`SCRAPE_WAIT`] is left out.
     async fn metrics(&self) -> Response<Full<Bytes>> {
         let mut merged = StatsSnapshot::new();

@@ -1,6 +1,6 @@
 //! TLS for the config API: one certificate and key from files, re-read when they
-//! change (checked on the control thread's certificate poll), so a rotated
-//! certificate is served without a restart. Used only by the control thread.
+//! change (checked on the config API thread's certificate poll), so a rotated
+//! certificate is served without a restart. Used only by the config API thread.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use crate::{CertificateStore, Error, TlsError};
 
 /// The certificate and key files of the config API.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ControlTlsFiles {
+pub struct ConfigApiTlsFiles {
     /// PEM certificate chain.
     pub certificate: PathBuf,
     /// PEM private key.
@@ -24,14 +24,14 @@ pub struct ControlTlsFiles {
 }
 
 /// The config API's TLS acceptor, rebuilt when its files change.
-pub(crate) struct ControlTls {
-    files: ControlTlsFiles,
+pub(crate) struct ConfigApiTls {
+    files: ConfigApiTlsFiles,
     current: RefCell<(TlsAcceptor, CertificateStore)>,
 }
 
-impl ControlTls {
+impl ConfigApiTls {
     /// Loads the files now; an unreadable or invalid pair is the error.
-    pub(crate) fn load(files: ControlTlsFiles) -> Result<Self, Error> {
+    pub(crate) fn load(files: ConfigApiTlsFiles) -> Result<Self, Error> {
         let current = build(&files)?;
         Ok(Self {
             files,
@@ -56,7 +56,7 @@ impl ControlTls {
     }
 }
 
-fn build(files: &ControlTlsFiles) -> Result<(TlsAcceptor, CertificateStore), Error> {
+fn build(files: &ConfigApiTlsFiles) -> Result<(TlsAcceptor, CertificateStore), Error> {
     let store = CertificateStore::load(&[CertificateConfig {
         namespace: String::new(),
         name: "control".to_owned(),
