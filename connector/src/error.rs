@@ -1,9 +1,9 @@
 //! The crate's one error type.
 //!
-//! Every failure the protocol core, the QUIC driver or the edge simulator can report
-//! is a variant of [`Error`]. Peer input never panics: malformed tokens, frames,
-//! Cap'n Proto messages, RPC sequences and metadata all end up here, with a message
-//! naming what was wrong.
+//! Every failure the drivers or the edge simulator can report is a variant of
+//! [`Error`]; what the protocol core refuses (malformed tokens, frames, Cap'n Proto
+//! messages, RPC sequences, metadata) comes as [`Error::Protocol`]. Peer input never
+//! panics.
 
 use std::net::SocketAddr;
 
@@ -13,53 +13,10 @@ use crate::proto::RegistrationError;
 #[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The outer layer of a tunnel token is not standard, padded base64.
-    #[error("tunnel token is not valid base64")]
-    TokenBase64(#[source] base64::DecodeError),
-    /// The decoded tunnel token is not a JSON object of strings.
-    #[error("tunnel token is not a valid json object")]
-    TokenJson(#[source] serde_json::Error),
-    /// A required tunnel token field is absent.
-    #[error("tunnel token is missing field `{0}`")]
-    TokenMissingField(&'static str),
-    /// The tunnel token's `t` field is not a canonical UUID.
-    #[error("tunnel token field `t` is not a uuid: {0:?}")]
-    TokenTunnelId(String),
-    /// The tunnel token's `s` field is not standard, padded base64.
-    #[error("tunnel token field `s` (tunnel secret) is not valid base64")]
-    TokenSecret(#[source] base64::DecodeError),
-    /// A text that should be a canonical UUID is not one.
-    #[error("invalid uuid {0:?}")]
-    Uuid(String),
-    /// A Cap'n Proto frame or message is malformed or exceeds a decode limit.
-    #[error("malformed cap'n proto message: {0}")]
-    Capnp(String),
-    /// A Cap'n Proto message is well formed but does not fit the schema.
-    #[error("invalid {structure}: {problem}")]
-    Schema {
-        /// The schema structure being decoded, e.g. `ConnectRequest`.
-        structure: &'static str,
-        /// What was wrong with it.
-        problem: String,
-    },
-    /// An edge-opened stream starts with neither the data nor the RPC signature.
-    #[error("unknown stream signature {0:02x?}")]
-    UnknownSignature([u8; 6]),
-    /// A data stream was expected but the RPC stream signature arrived.
-    #[error("expected a data stream, found the rpc stream signature")]
-    UnexpectedRpcStream,
-    /// Request or response metadata breaks the key conventions.
-    #[error("invalid metadata: {0}")]
-    Metadata(String),
-    /// The peer broke the Cap'n Proto RPC protocol on the control stream.
-    #[error("rpc protocol violation: {0}")]
-    RpcProtocol(String),
-    /// The control stream was already closed (aborted by either side).
-    #[error("control stream is closed")]
-    ControlClosed,
-    /// A reply was given for a call that does not exist or was already answered.
-    #[error("no pending call with id {0}")]
-    UnknownCall(u32),
+    /// The tunnel protocol was broken, or a token or message could not be read
+    /// (see [`crate::proto::Error`]).
+    #[error(transparent)]
+    Protocol(#[from] crate::proto::Error),
     /// A socket or file operation failed.
     #[error("{what}")]
     Io {

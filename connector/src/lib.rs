@@ -1,12 +1,13 @@
 //! Cloudflare Tunnel connector for Culvert.
 //!
-//! This crate owns the tunnel protocol of `connector/PROTOCOL.md`. At its base is
-//! the sans-IO protocol core, [`proto`]: bytes, events and time go in, bytes,
-//! deadlines and events come out. It covers
+//! This crate drives the tunnel protocol of `connector/PROTOCOL.md`. At its base is
+//! the sans-IO protocol core, [`proto`] (the `culvert-tunnel-proto` crate, which
+//! Cargo keeps free of runtimes, sockets and clocks): bytes, events and time go in,
+//! bytes, deadlines and events come out. It covers
 //!
 //! * the connector token ([`proto::TunnelToken`]: parse and encode),
 //! * a hand-written Cap'n Proto codec (unpacked framing, segments, far pointers; no
-//!   schema compiler) with the schemas in `connector/schema/`,
+//!   schema compiler) with the schemas in `tunnel-proto/schema/`,
 //! * the control stream's two-party RPC, both sides: [`proto::ControlClient`] for the
 //!   connector (bootstrap, pipelined `registerConnection`, `updateLocalConfiguration`,
 //!   `unregisterConnection`) and [`proto::ControlServer`] for the edge simulator,
@@ -30,12 +31,13 @@
 //!
 //! It must never route requests itself: requests arriving on tunnel streams are handed
 //! to the data plane, which routes them with the same `culvert-router` table as its own
-//! listeners. The protocol core must never touch sockets, a runtime or a clock.
+//! listeners.
 #![forbid(unsafe_code)]
 
 mod error;
 pub mod io;
-pub mod proto;
 pub mod sim;
 
+/// The sans-IO protocol core ([`culvert_tunnel_proto`]).
+pub use culvert_tunnel_proto as proto;
 pub use error::Error;

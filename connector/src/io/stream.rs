@@ -18,7 +18,7 @@ use quinn::{RecvStream, SendStream, VarInt};
 
 use super::body::{InFlightGuard, TunnelBody, TunnelStream, TunnelUpgrade};
 use super::handler::{BoxBody, StreamInfo, TunnelHandler};
-use crate::Error;
+use crate::proto::Error;
 use crate::proto::preamble::{decode_request_head, encode_response_head};
 use crate::proto::{ConnectRequest, ConnectResponse, ConnectionType, Decoded, metadata};
 

@@ -3,8 +3,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::proto::Decoded;
-use crate::proto::capnp::{decode_message, encode_message};
+use crate::Decoded;
+use crate::capnp::{decode_message, encode_message};
 
 fn decode_results(buf: &[u8]) -> ConnectionResponse {
     match decode_message(buf).unwrap() {

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::proto::connect::{ConnectionType, Metadata};
+use crate::connect::{ConnectionType, Metadata};
 
 fn request() -> ConnectRequest {
     ConnectRequest {

@@ -1,9 +1,9 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::proto::Decoded;
-use crate::proto::capnp::decode_message;
-use crate::proto::schema::REGISTRATION_SERVER_ID;
+use crate::Decoded;
+use crate::capnp::decode_message;
+use crate::schema::REGISTRATION_SERVER_ID;
 
 fn decode(buf: &[u8]) -> Message {
     match decode_message(buf).unwrap() {

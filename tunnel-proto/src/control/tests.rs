@@ -4,13 +4,13 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::proto::capnp::{StructValue, encode_message};
-use crate::proto::registration::{
+use crate::capnp::{StructValue, encode_message};
+use crate::registration::{
     ClientInfo, ConnectionDetails, ConnectionError, ConnectionOptions, ConnectionResponse,
     RegisterConnection, RegistrationError, TunnelAuth,
 };
-use crate::proto::rpc::{Call, Message, Payload, ReturnBody, Target};
-use crate::proto::schema::{REGISTRATION_SERVER_ID, SESSION_MANAGER_ID};
+use crate::rpc::{Call, Message, Payload, ReturnBody, Target};
+use crate::schema::{REGISTRATION_SERVER_ID, SESSION_MANAGER_ID};
 
 const SECRET: &[u8] = b"the right secret";
 
@@ -508,7 +508,7 @@ fn unknown_message_kinds_get_unimplemented_back() {
 fn client_aborts_on_return_for_unknown_question() {
     let now = Instant::now();
     let mut client = ControlClient::new(DEFAULT_RPC_TIMEOUT);
-    let stray = Message::Return(crate::proto::rpc::Return {
+    let stray = Message::Return(crate::rpc::Return {
         answer_id: 42,
         release_param_caps: true,
         body: ReturnBody::Canceled,
@@ -551,7 +551,7 @@ fn import_stays_callable_after_bootstrap_finish_releasing_caps() {
     server
         .handle_input(&Message::Bootstrap { question_id: 0 }.encode(), now)
         .unwrap();
-    let finish = Message::Finish(crate::proto::rpc::Finish {
+    let finish = Message::Finish(crate::rpc::Finish {
         question_id: 0,
         release_result_caps: true,
     });

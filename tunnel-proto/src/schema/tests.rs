@@ -1,7 +1,7 @@
 use super::*;
 
-const TUNNELRPC: &str = include_str!("../../../schema/tunnelrpc.capnp");
-const QUIC_METADATA: &str = include_str!("../../../schema/quic_metadata_protocol.capnp");
+const TUNNELRPC: &str = include_str!("../../schema/tunnelrpc.capnp");
+const QUIC_METADATA: &str = include_str!("../../schema/quic_metadata_protocol.capnp");
 
 fn declares(schema: &str, name: &str, id: u64) -> bool {
     let needle = format!("@{id:#018x}");

@@ -12,14 +12,12 @@ use std::time::Instant;
 
 use super::{Inbox, drain_into};
 use crate::Error;
-use crate::proto::capnp::{Pointer, StructValue};
-use crate::proto::registration::{
+use crate::capnp::{Pointer, StructValue};
+use crate::registration::{
     ConnectionResponse, RegisterConnection, decode_update_local_configuration,
 };
-use crate::proto::rpc::{
-    Call, CapDescriptor, Exception, Message, Payload, Return, ReturnBody, Target,
-};
-use crate::proto::schema::{
+use crate::rpc::{Call, CapDescriptor, Exception, Message, Payload, Return, ReturnBody, Target};
+use crate::schema::{
     METHOD_REGISTER_CONNECTION, METHOD_UNREGISTER_CONNECTION, METHOD_UPDATE_LOCAL_CONFIGURATION,
     REGISTRATION_SERVER_ID,
 };

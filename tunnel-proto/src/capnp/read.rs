@@ -8,8 +8,8 @@
 //! amplify work).
 
 use super::value::{ElementSize, ListValue, Pointer, StructValue};
+use crate::Decoded;
 use crate::Error;
-use crate::proto::Decoded;
 
 /// At most this many segments per message (cloudflared's limit).
 pub(crate) const MAX_SEGMENTS: u64 = 512;

@@ -2,8 +2,8 @@ use proptest::prelude::*;
 
 use super::value::{ElementSize, ListValue, Pointer, StructValue};
 use super::{decode_message, encode_message};
+use crate::Decoded;
 use crate::Error;
-use crate::proto::Decoded;
 
 fn complete(buf: &[u8]) -> (StructValue, usize) {
     match decode_message(buf).unwrap() {

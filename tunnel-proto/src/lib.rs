@@ -1,4 +1,6 @@
-//! The sans-IO Cloudflare Tunnel protocol core (`connector/PROTOCOL.md`).
+//! The sans-IO Cloudflare Tunnel protocol core (`connector/PROTOCOL.md`), a crate of
+//! its own so that Cargo keeps it free of runtimes, sockets and clocks (its only
+//! dependencies are codecs), as `quinn-proto` is to `quinn`.
 //!
 //! Everything here is pure: bytes and events go in through `handle_*(…, now)`, bytes,
 //! deadlines and events come out of `poll_*()`. There are no sockets, no runtime and
@@ -20,6 +22,7 @@
 mod capnp;
 pub mod connect;
 pub mod control;
+mod error;
 pub mod http2;
 pub mod metadata;
 pub mod preamble;
@@ -31,6 +34,7 @@ pub mod uuid;
 
 pub use connect::{ConnectRequest, ConnectResponse, ConnectionType, Metadata};
 pub use control::{ClientEvent, ControlClient, ControlServer, ServerCallId, ServerEvent};
+pub use error::Error;
 pub use preamble::StreamKind;
 pub use registration::{
     ClientInfo, ConnectionDetails, ConnectionError, ConnectionOptions, ConnectionResponse,

@@ -1,5 +1,5 @@
 //! Schema constants that go on the wire: interface IDs, method ordinals, and the type
-//! IDs of `connector/schema/*.capnp` (PROTOCOL.md §3.2, §3.3, §4.2).
+//! IDs of `tunnel-proto/schema/*.capnp` (PROTOCOL.md §3.2, §3.3, §4.2).
 //!
 //! Only interface IDs and method ordinals appear in messages (in every RPC `Call`);
 //! struct IDs are listed so the schema files and this code can be checked against

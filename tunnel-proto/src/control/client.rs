@@ -11,15 +11,15 @@ use std::time::{Duration, Instant};
 
 use super::{Inbox, SHUTDOWN_REASON, drain_into};
 use crate::Error;
-use crate::proto::capnp::{Pointer, StructValue};
-use crate::proto::registration::{
+use crate::capnp::{Pointer, StructValue};
+use crate::registration::{
     ConnectionDetails, ConnectionResponse, RegisterConnection, RegistrationError,
     update_local_configuration_params,
 };
-use crate::proto::rpc::{
+use crate::rpc::{
     Call, CapDescriptor, Exception, Finish, Message, Payload, Return, ReturnBody, Target,
 };
-use crate::proto::schema::{
+use crate::schema::{
     METHOD_REGISTER_CONNECTION, METHOD_UNREGISTER_CONNECTION, METHOD_UPDATE_LOCAL_CONFIGURATION,
     REGISTRATION_SERVER_ID,
 };
