@@ -16,9 +16,12 @@
 //!   `ConnectRequest` / `ConnectResponse` codec.
 //! * [`metadata`]: the metadata key conventions and HTTP conversions.
 //! * [`http2`]: the HTTP/2 transport's stream marking and serialized response headers.
+//! * [`reconnect`] and [`backoff`]: what a connection does after an attempt ended
+//!   (where, over which transport, after what jittered delay).
 //!
 //! `capnp` (the wire codec) and `rpc` (the RPC message structures) are internal.
 
+pub mod backoff;
 mod capnp;
 pub mod connect;
 pub mod control;
@@ -26,6 +29,7 @@ mod error;
 pub mod http2;
 pub mod metadata;
 pub mod preamble;
+pub mod reconnect;
 pub mod registration;
 mod rpc;
 pub mod schema;

@@ -25,6 +25,7 @@ use super::handler::TunnelHandler;
 use super::stream::serve_stream;
 use super::tls::QUIC_SERVER_NAME;
 use super::tunnel::Shared;
+use crate::proto::reconnect::Ended;
 use crate::proto::{
     ClientInfo, ConnectionOptions, ControlClient, RegisterConnection, RegistrationError,
 };
@@ -61,16 +62,35 @@ fn lost(registered: bool, error: &ConnectionError) -> Outcome {
 }
 
 impl Outcome {
-    /// Whether a QUIC failure says QUIC itself is broken on this network, so
-    /// `Transport::Auto` falls back to HTTP/2 at once (cloudflared: an idle
-    /// timeout, or "operation not permitted" from the socket).
-    pub(crate) fn quic_looks_broken(&self) -> bool {
+    /// The attempt's ending as the reconnect state machine takes it, and what to
+    /// log and report for it. A socket the system refuses ("operation not
+    /// permitted") says UDP is blocked here (cloudflared falls back on it).
+    pub(crate) fn ended(self) -> (Ended, String) {
+        let refused = |reason: &str| reason.contains("operation not permitted");
         match self {
-            Self::Lost { rotate, reason, .. } => {
-                *rotate || reason.contains("operation not permitted")
+            Self::Drained => (Ended::Drained, String::new()),
+            Self::Dial(reason) => (
+                Ended::DialFailed {
+                    socket_refused: refused(&reason),
+                },
+                reason,
+            ),
+            Self::Registration(error) => {
+                let text = error.to_string();
+                (Ended::Refused(error), text)
             }
-            Self::Dial(reason) => reason.contains("operation not permitted"),
-            Self::Drained | Self::Registration(_) => false,
+            Self::Lost {
+                registered,
+                rotate,
+                reason,
+            } => (
+                Ended::Lost {
+                    registered,
+                    timed_out: rotate,
+                    socket_refused: refused(&reason),
+                },
+                reason,
+            ),
         }
     }
 }

@@ -39,7 +39,6 @@
 //! and HTTP/2 configuration pushes (refused), UDP sessions and datagrams (accepted
 //! and ignored).
 
-mod backoff;
 mod body;
 mod connection;
 mod control_loop;
@@ -49,7 +48,7 @@ pub(crate) mod stream;
 mod tls;
 mod tunnel;
 
-pub use backoff::{Backoff, BackoffConfig};
+pub use crate::proto::backoff::{Backoff, BackoffConfig};
 pub use body::{TunnelBody, TunnelStream, TunnelUpgrade};
 pub use handler::{BoxBody, BoxError, ServeFuture, StreamInfo, TunnelHandler, box_body};
 pub use http2::DIAL_TIMEOUT as H2_DIAL_TIMEOUT;

@@ -16,6 +16,8 @@
 //! HTTP/2 for good once QUIC failed `backoff.max_exponent` times in a row without
 //! registering (cloudflared's `--retries`), or at once when QUIC looks broken (an
 //! idle timeout, or "operation not permitted" from the socket), as cloudflared does.
+//! Those rules are the protocol core's sans-IO state machine
+//! ([`crate::proto::reconnect`]); `run_index` dials and waits as it says.
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -27,13 +29,14 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::backoff::{Backoff, BackoffConfig};
-use super::connection::{self, Outcome};
+use super::BackoffConfig;
+use super::connection;
 use super::handler::TunnelHandler;
 use super::http2;
 use super::tls::{self, EdgeRoots};
 use crate::Error;
 use crate::proto::control::DEFAULT_RPC_TIMEOUT;
+use crate::proto::reconnect::{self, Dial, Edge, Next, Reconnect};
 use crate::proto::{ConnectionDetails, RegistrationError, TunnelToken, Uuid};
 
 /// The most HA connections cloudflared opens by default.
@@ -646,14 +649,14 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
         }
     }
     let seed = shared.seed ^ u64::from(index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let mut backoff = Backoff::new(shared.config.backoff, seed);
-    let mut transport = match shared.config.transport {
-        Transport::Http2 => Transport::Http2,
-        Transport::Quic | Transport::Auto => Transport::Quic,
+    let start = match shared.config.transport {
+        Transport::Quic => reconnect::Start::Quic,
+        Transport::Http2 => reconnect::Start::Http2,
+        Transport::Auto => reconnect::Start::Auto,
     };
+    let mut reconnect = Reconnect::new(start, shared.config.backoff, seed);
+    let mut transport = transport_of(reconnect.dial());
     let mut addr = shared.take_addr(index, None, transport);
-    // QUIC attempts that failed in a row without registering (for `Auto`).
-    let mut quic_failures = 0u32;
     loop {
         if should_stop(&shared.status.borrow()) {
             break;
@@ -663,7 +666,7 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
             c.edge = Some(addr);
             c.transport = Some(transport);
         });
-        let attempts = backoff.attempts();
+        let attempts = reconnect.attempts();
         let outcome = match transport {
             Transport::Http2 => {
                 http2::run(&shared, index, addr, attempts, &handler, &mut drain).await
@@ -672,39 +675,10 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
                 connection::run(&shared, index, addr, attempts, &handler, &mut drain).await
             }
         };
-        let mut fall_back = false;
-        if shared.config.transport == Transport::Auto && transport == Transport::Quic {
-            match &outcome {
-                Outcome::Dial(_)
-                | Outcome::Lost {
-                    registered: false, ..
-                } => quic_failures += 1,
-                Outcome::Lost {
-                    registered: true, ..
-                } => quic_failures = 0,
-                Outcome::Drained | Outcome::Registration(_) => {}
-            }
-            let retries = shared.config.backoff.max_exponent.max(1);
-            fall_back = outcome.quic_looks_broken() || quic_failures >= retries;
-        }
-        let (rotate, error) = match outcome {
-            Outcome::Drained => break,
-            Outcome::Dial(reason) => (true, reason),
-            Outcome::Lost {
-                registered,
-                rotate,
-                reason,
-            } => {
-                if registered {
-                    backoff.reset();
-                }
-                (rotate, reason)
-            }
-            Outcome::Registration(RegistrationError::Duplicate) => {
-                (true, RegistrationError::Duplicate.to_string())
-            }
-            Outcome::Registration(error) if error.should_retry() => (false, error.to_string()),
-            Outcome::Registration(error) => {
+        let (ended, error) = outcome.ended();
+        let (edge, delay) = match reconnect.after(ended) {
+            Next::Stop => break,
+            Next::GiveUp(error) => {
                 tracing::error!(conn_index = index, %error, "registration refused for good");
                 shared.status.send_modify(|s| {
                     if !s.ever_registered && s.failure.is_none() {
@@ -719,24 +693,34 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
                 });
                 break;
             }
+            Next::Retry {
+                dial,
+                edge,
+                delay,
+                fell_back,
+            } => {
+                if fell_back {
+                    tracing::info!(conn_index = index, %error, "quic cannot connect; falling back to http/2");
+                }
+                transport = transport_of(dial);
+                (edge, delay)
+            }
         };
         if should_stop(&shared.status.borrow()) {
             break;
         }
-        if fall_back {
-            tracing::info!(conn_index = index, %error, "quic cannot connect; falling back to http/2");
-            transport = Transport::Http2;
-            shared.release_addr(index);
-            addr = shared.take_addr(index, None, transport);
-            backoff.reset();
-        } else if rotate {
-            addr = shared.take_addr(index, Some(addr), transport);
+        match edge {
+            Edge::Same => {}
+            Edge::Another => addr = shared.take_addr(index, Some(addr), transport),
+            Edge::Fresh => {
+                shared.release_addr(index);
+                addr = shared.take_addr(index, None, transport);
+            }
         }
-        let delay = backoff.next_delay();
         tracing::info!(conn_index = index, %error, ?delay, "connection failed; retrying");
         shared.update(index, |c| {
             c.state = ConnectionState::Backoff { delay };
-            c.attempts = backoff.attempts();
+            c.attempts = reconnect.attempts();
             c.last_error = Some(error);
         });
         tokio::select! {
@@ -746,6 +730,14 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
     }
     shared.release_addr(index);
     shared.set_state(index, ConnectionState::Stopped);
+}
+
+/// The driver's transport for what the reconnect state says to dial.
+fn transport_of(dial: Dial) -> Transport {
+    match dial {
+        Dial::Quic => Transport::Quic,
+        Dial::Http2 => Transport::Http2,
+    }
 }
 
 #[cfg(test)]
