@@ -5,12 +5,11 @@
 //! side-by-side comparisons against nginx and HAProxy (`compare/`, scripts).
 //! Router micro-benchmarks live with the router in `router/benches/`.
 //!
-//! The shipped binary depends on the echo backend only for `culvert conformance
-//! --live`, which runs the conformance vectors against echo backends on loopback; the
-//! load tooling and comparisons stay out of it.
+//! The shipped `culvert` binary links none of it: the echo backend serves the live
+//! conformance replay (`culvert-conformance --live`) and the tests.
 //!
 //! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
-//! "Echo backend contract" of `control-lite/tests/conformance/README.md`: a JSON echo
+//! "Echo backend contract" of `conformance/vectors/README.md`: a JSON echo
 //! of each request in upstream `echo-basic`'s shape, `?delay=`, the `/retry/` prefix,
 //! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. [`tls`] has the
 //! certificate check that loopback clients use.

@@ -6,7 +6,22 @@ use std::sync::Arc;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+
+/// A client config with `provider` that takes any server certificate (see
+/// [`AcceptAnyCertificate`]) and offers `alpn`.
+pub fn trusting_client_config(
+    provider: Arc<CryptoProvider>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, rustls::Error> {
+    let mut config = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate::new(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
 
 /// Accepts any server certificate but still checks handshake signatures, so the
 /// server must hold the key of the certificate it sent.

@@ -6,15 +6,14 @@
 //! - [`model`] types the objects and [`store::Store`] indexes them;
 //! - [`translate`] is the pure function from a store to one
 //!   `culvert_router::DataPlaneConfig` per data plane plus every status condition;
-//! - [`conformance`] replays the Gateway API conformance vectors against it.
 //!
 //! Translation must stay a pure function of the objects it is given: no IO, no
-//! clock, no hidden state, so the conformance vectors replay it without a cluster.
+//! clock, no hidden state, so the conformance vectors (`culvert-conformance`) replay it
+//! without a cluster.
 //! Sources (file watch, Kubernetes) and sinks (in-process swap, config push) live
 //! outside it.
 #![forbid(unsafe_code)]
 
-pub mod conformance;
 pub mod load;
 pub mod model;
 pub mod store;

@@ -11,10 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use culvert_control_lite::conformance::prepare::LoopbackAddresses;
-use culvert_control_lite::conformance::run::{
-    CONTROLLER_NAME, Cluster, StaticJudge, run_dir_in, run_dir_with,
-};
+use culvert_conformance::prepare::LoopbackAddresses;
+use culvert_conformance::run::{CONTROLLER_NAME, Cluster, StaticJudge, run_dir_in, run_dir_with};
 use culvert_control_lite::model::{
     GatewayClassStatus, GatewayStatus, ObjectKey, Resource, RouteParentStatus, RouteStatus,
 };
@@ -268,7 +266,7 @@ fn tally_line(report: &str) -> &str {
 fn the_vectors_pass_through_the_kubernetes_path_as_they_do_directly() {
     let dir = Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../control-lite/tests/conformance"
+        "/../conformance/vectors"
     ));
     let (direct, direct_tally) =
         run_dir_with(dir, &mut || Box::new(StaticJudge::default())).unwrap();

@@ -31,7 +31,6 @@ mod config_api;
 mod error;
 mod fast_map;
 mod limits;
-pub mod live;
 mod metrics;
 mod panics;
 mod pipeline;

@@ -1,6 +1,5 @@
 //! Command-line interface of the `culvert` binary: one module per command.
 
-mod conformance;
 mod drain;
 mod install;
 mod logging;
@@ -27,8 +26,6 @@ pub(crate) struct Command {
 enum Action {
     /// Compile a DataPlaneConfig and print how one request would be routed.
     Route(route::RouteArgs),
-    /// Replay Gateway API conformance vectors through translation and the router.
-    Conformance(conformance::ConformanceArgs),
     /// Translate Gateway API manifests and print the conditions every object gets.
     Validate(validate::ValidateArgs),
     /// Run the data plane until SIGINT or SIGTERM.
@@ -40,8 +37,8 @@ enum Action {
 }
 
 /// What a command that ran to its end leaves: the text it prints on stdout, and
-/// whether it succeeded (the exit status), which a report can deny (a failed
-/// conformance check, an invalid manifest, a drain that timed out).
+/// whether it succeeded (the exit status), which a report can deny (an invalid
+/// manifest, a drain that timed out).
 #[derive(Debug)]
 pub(crate) struct Outcome {
     pub(crate) output: String,
@@ -69,7 +66,6 @@ impl Command {
         logging::install(self.log_level.as_deref())?;
         match self.action {
             Action::Route(args) => route::run(&args).map(Outcome::success),
-            Action::Conformance(args) => conformance::run(&args),
             Action::Validate(args) => validate::run(&args),
             Action::Serve(args) => serve::run(&args),
             Action::Install(args) => install::run(&args),

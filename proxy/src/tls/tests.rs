@@ -129,7 +129,7 @@ fn sessions_resume_for_many_clients_and_across_a_config_swap() {
     let before = build(&config).unwrap();
     let server = Arc::clone(before.server_config(address).unwrap());
     let clients: Vec<_> = (0..300)
-        .map(|_| crate::live::client::client_config(&[]).unwrap())
+        .map(|_| culvert_bench::tls::trusting_client_config(crate::crypto_provider(), &[]).unwrap())
         .collect();
     for client in &clients {
         assert!(

@@ -160,7 +160,8 @@ mod tests {
             .with_no_client_auth()
             .with_single_cert(vec![cert.cert.der().clone()], key)
             .unwrap();
-        let client_config = crate::live::client::client_config(&[]).unwrap();
+        let client_config =
+            culvert_bench::tls::trusting_client_config(crate::crypto_provider(), &[]).unwrap();
         let (client, server) = connected().await;
         let socket = SockRef::from(&client).try_clone().unwrap();
         let name = ServerName::try_from("localhost").unwrap();

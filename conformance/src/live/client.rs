@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use culvert_bench::tls::AcceptAnyCertificate;
+use culvert_bench::tls::trusting_client_config;
 use http::{HeaderMap, Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -230,16 +230,8 @@ fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
     frame
 }
 
-/// A client config that takes any certificate (the live runs and tests use
-/// self-signed ones) and offers `alpn`.
+/// A client config that takes any certificate (the live runs use self-signed
+/// ones) and offers `alpn`.
 pub(crate) fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
-    let provider = crate::crypto_provider();
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate::new(provider)))
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(Arc::new(config))
+    trusting_client_config(culvert_proxy::crypto_provider(), alpn).map_err(|err| err.to_string())
 }

@@ -5,12 +5,12 @@
     reason = "test code: a panic is the failure report"
 )]
 
-use culvert_control_lite::conformance::run::run_dir;
+use culvert_conformance::run::run_dir;
 use std::path::Path;
 
 #[test]
 fn every_applicable_conformance_check_passes() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors");
     let (report, tally) = run_dir(&dir).unwrap();
     println!("{report}");
     assert_eq!(tally.failed, 0, "conformance failures:\n{report}");

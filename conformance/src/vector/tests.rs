@@ -1,7 +1,7 @@
 use super::*;
 
 fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors")
 }
 
 fn corpus() -> Vec<(PathBuf, VectorFile)> {

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::prepare::EndpointOwners;
 use culvert_bench::{EchoBackend, EchoConfig, SeenRequest};
-use culvert_control_lite::conformance::prepare::EndpointOwners;
 use culvert_router::DataPlaneConfig;
 use culvert_router::config::{BackendConfig, HttpFilterConfig};
 

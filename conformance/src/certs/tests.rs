@@ -1,5 +1,5 @@
 use super::*;
-use crate::conformance::vector::{load_vector, vector_paths};
+use crate::vector::{load_vector, vector_paths};
 use rcgen::PublicKeyData;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
@@ -65,8 +65,8 @@ fn valid_for(leaf: &CertificateDer<'_>, name: &str) -> bool {
         .is_ok()
 }
 
-fn corpus() -> Vec<crate::conformance::vector::VectorFile> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+fn corpus() -> Vec<crate::vector::VectorFile> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors");
     vector_paths(&dir)
         .unwrap()
         .iter()

@@ -4,9 +4,9 @@
 //! the suite backs with echo pods. Also the address pool each Gateway draws from.
 
 use super::certs::{CaSet, fill_generated};
-use crate::model::{GatewayAddress, Resource};
-use crate::store::NamespacedName;
-use crate::translate::{AddressAssigner, AddressError};
+use culvert_control_lite::model::{GatewayAddress, Resource};
+use culvert_control_lite::store::NamespacedName;
+use culvert_control_lite::translate::{AddressAssigner, AddressError};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};

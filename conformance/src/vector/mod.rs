@@ -1,5 +1,5 @@
 //! The conformance vector file format, `gateway-api-conformance-vectors/v1`, as serde
-//! types. The format's own description is `control-lite/tests/conformance/README.md`;
+//! types. The format's own description is `conformance/vectors/README.md`;
 //! the field docs here repeat only what a harness must not get wrong.
 //!
 //! Types tolerate keys they do not know (newer files may carry more), keep Kubernetes

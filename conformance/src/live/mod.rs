@@ -1,4 +1,4 @@
-//! The live conformance harness behind `culvert conformance DIR --live`: the same
+//! The live conformance harness behind `culvert-conformance DIR --live`: the same
 //! vector files as the static replay, but every exchange goes over real sockets
 //! through a real data plane ([`Server`], one per file, configured through its config
 //! API on each step) to echo backends on loopback, one per endpoint the translation
@@ -29,21 +29,19 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::checks::Verdict;
+use crate::observe::{Observed, check, check_distribution, check_mirrors};
+use crate::prepare::EndpointOwners;
+use crate::run::{ExchangeJudge, Tally, run_dir_with};
+use crate::vector::{Exchange, RequestSpec};
 use bytes::Bytes;
-use culvert_control_lite::conformance::checks::Verdict;
-use culvert_control_lite::conformance::observe::{
-    Observed, check, check_distribution, check_mirrors,
-};
-use culvert_control_lite::conformance::prepare::EndpointOwners;
-use culvert_control_lite::conformance::run::{ExchangeJudge, Tally, run_dir_with};
-use culvert_control_lite::conformance::vector::{Exchange, RequestSpec};
 use culvert_control_lite::translate::Translation;
 use culvert_router::outcome::{grpc_status, grpc_status_for_http};
 use http::{HeaderName, HeaderValue, Request, Version};
 use http_body_util::Full;
 
-use crate::{Error, ServeConfig, Server};
 use client::{Answer, CLIENT_TIMEOUT, Target, Wire, exchange};
+use culvert_proxy::{Error, ServeConfig, Server};
 use fleet::Fleet;
 
 /// The header that tags each request, so its arrival (and its copies) can be found.

@@ -2,9 +2,9 @@
 //! wrote, exactly as the vector README defines them.
 
 use super::vector::{CheckKind, ConditionCheck, StatusCheck};
-use crate::model::{Condition, GATEWAY_GROUP, ObjectKey, ParentReference};
-use crate::store::Store;
-use crate::translate::Translation;
+use culvert_control_lite::model::{Condition, GATEWAY_GROUP, ObjectKey, ParentReference};
+use culvert_control_lite::store::Store;
+use culvert_control_lite::translate::Translation;
 
 /// The result of one check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +175,7 @@ pub fn status(store: &Store, translation: &Translation, check: &StatusCheck) -> 
         },
         CheckKind::NoAcceptedParents => {
             let parents = route.map(|r| r.parents.as_slice()).unwrap_or_default();
-            let accepted_false = |p: &crate::model::RouteParentStatus| {
+            let accepted_false = |p: &culvert_control_lite::model::RouteParentStatus| {
                 p.conditions
                     .iter()
                     .any(|c| c.kind == "Accepted" && c.status == "False")

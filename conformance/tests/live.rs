@@ -1,4 +1,4 @@
-//! `culvert conformance --live` on the shipped vectors: every request over real
+//! `culvert-conformance --live` on the shipped vectors: every request over real
 //! sockets through a real data plane per file to echo backends on loopback. Binds
 //! 127.0.N.1 at the vectors' ports, privileged ones moved above 1024 (80 to
 //! 20080), so it runs as any user: one test runs the binary as `nobody` to show it.
@@ -11,7 +11,7 @@ use std::sync::Mutex;
 static ADDRESSES: Mutex<()> = Mutex::new(());
 
 fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../control-lite/tests/conformance")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/vectors")
 }
 
 /// The effective user id of this process, from `/proc/self/status`.
@@ -30,7 +30,7 @@ fn the_live_run_needs_no_privileges() {
     let _addresses = ADDRESSES
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let binary = env!("CARGO_BIN_EXE_culvert");
+    let binary = env!("CARGO_BIN_EXE_culvert-conformance");
     let mut command = if effective_uid() == 0 {
         // As root, drop to `nobody` (no capabilities, no groups) for the run.
         let mut setpriv = Command::new("setpriv");
@@ -40,11 +40,10 @@ fn the_live_run_needs_no_privileges() {
         Command::new(binary)
     };
     let output = command
-        .arg("conformance")
         .arg("--live")
         .arg(vectors())
         .output()
-        .expect("runs culvert (and setpriv, from util-linux, as root)");
+        .expect("runs culvert-conformance (and setpriv, from util-linux, as root)");
     let report = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -61,7 +60,7 @@ fn every_live_check_passes() {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (report, tally) =
-        culvert_proxy::live::run_dir_live(&vectors()).unwrap_or_else(|why| panic!("{why}"));
+        culvert_conformance::live::run_dir_live(&vectors()).unwrap_or_else(|why| panic!("{why}"));
     assert_eq!(tally.failed, 0, "{report}");
     // The static replay judges about 670 checks; live adds timeouts, retries,
     // mirrors, WebSocket, protocols and gRPC calls (697 in all when this was

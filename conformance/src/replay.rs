@@ -7,7 +7,7 @@ use super::checks::Verdict;
 use super::observe::{Observed, check, check_distribution};
 use super::prepare::EndpointOwners;
 use super::vector::{Exchange, Expect, RequestSpec};
-use crate::translate::{DataPlaneId, Translation};
+use culvert_control_lite::translate::{DataPlaneId, Translation};
 use culvert_router::config::{DataPlaneConfig, ListenerProtocol};
 use culvert_router::outcome::{
     RedirectRequest, apply_header_modifier, is_preflight, preflight_response, redirect_location,
