@@ -268,8 +268,11 @@ main() {
     done
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
         log "building culvert, culvert-echo and culvert-edge-sim (release) into $TARGET_DIR"
+        # Two builds: the simulator's feature must not reach the culvert binary.
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
-            cargo build --release -p culvert-proxy -p culvert-bench -p culvert-connector --bins)
+            cargo build --release -p culvert-proxy -p culvert-bench --bins &&
+            CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
+            cargo build --release -p culvert-connector --features sim --bins)
     fi
     CULVERT_BIN=${CULVERT_BIN:-$TARGET_DIR/release/culvert}
     ECHO_BIN=$TARGET_DIR/release/culvert-echo

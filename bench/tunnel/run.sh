@@ -48,8 +48,11 @@ install_missing wrk:wrk
 
 if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building release binaries (once)"
+    # Two builds: the simulator's feature must not reach the culvert binary.
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
-        -p culvert-proxy -p culvert-bench -p culvert-connector --bins)
+        -p culvert-proxy -p culvert-bench --bins &&
+        CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
+        -p culvert-connector --features sim --bins)
 fi
 BIN=$TARGET_DIR/release
 

@@ -23,7 +23,7 @@
 //!   with h2 over TLS, or QUIC falling back to HTTP/2 ([`io::Transport`]); HA
 //!   connections, registration, request streams handed to a [`io::TunnelHandler`],
 //!   reconnects, drain and readiness. It only moves bytes and timers.
-//! * [`sim`], the edge simulator behind the `culvert-edge-sim` binary: plays
+//! * `sim` (feature `sim`), the edge simulator behind the `culvert-edge-sim` binary: plays
 //!   Cloudflare's side, QUIC and HTTP/2, on loopback for tests, benchmarks and
 //!   unmodified cloudflared.
 //!
@@ -36,6 +36,7 @@
 
 mod error;
 pub mod io;
+#[cfg(feature = "sim")]
 pub mod sim;
 
 /// The sans-IO protocol core ([`culvert_tunnel_proto`]).

@@ -180,6 +180,7 @@ impl TunnelBody {
     }
 
     /// Keeps `guard` alive as long as the body.
+    #[cfg(feature = "sim")]
     pub(crate) fn with_guard(mut self, guard: InFlightGuard) -> Self {
         self._guard = Some(guard);
         self

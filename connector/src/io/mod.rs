@@ -59,7 +59,12 @@ pub use tunnel::{
     TunnelConfig, TunnelFailure, TunnelStatus,
 };
 
+// What the edge simulator (feature `sim`) shares with the driver.
+#[cfg(feature = "sim")]
 pub(crate) use body::h2_send_all;
+#[cfg(feature = "sim")]
 pub(crate) use body::{InFlight, InFlightGuard};
+#[cfg(feature = "sim")]
 pub(crate) use tls::{crypto_provider, pem_certificates, transport};
+#[cfg(feature = "sim")]
 pub(crate) use tunnel::{random_bytes, random_uuid};
