@@ -260,16 +260,10 @@ async fn drive(
                 }
                 Err(e) => break 'serve lost(control.registered, &e),
             },
-            changed = drain.changed(), if !control.draining => {
-                let deadline = if changed.is_ok() { *drain.borrow_and_update() } else { None };
-                if let Some(outcome) = control.on_drain(&mut client, deadline) {
+            event = control.next_drain_event(drain, &in_flight) => {
+                if let Some(outcome) = control.on_drain_event(&mut client, event, in_flight.count()) {
                     break 'serve outcome;
                 }
-            }
-            () = in_flight.wait_idle(), if control.close_when_idle => break 'serve Outcome::Drained,
-            () = sleep_until(control.grace_deadline.unwrap_or(far)), if control.grace_deadline.is_some() => {
-                tracing::info!(conn_index = index, in_flight = in_flight.count(), "grace period over");
-                break 'serve Outcome::Drained;
             }
         }
         if let Some(outcome) = control.on_events(&mut client, in_flight.count()) {

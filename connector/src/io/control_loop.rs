@@ -7,11 +7,24 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::time::Instant;
+use tokio::sync::watch;
+use tokio::time::{Instant, sleep_until};
 
+use super::body::InFlight;
 use super::connection::Outcome;
 use super::tunnel::{ConnectionState, Shared};
 use crate::proto::{ClientEvent, ControlClient};
+
+/// What happened on a connection's drain side.
+#[derive(Debug)]
+pub(crate) enum DrainEvent {
+    /// The drain channel changed: drain with this deadline (`None`: nothing to do).
+    Signal(Option<Instant>),
+    /// Unregistered, and the last in-flight stream ended.
+    Idle,
+    /// The grace period for in-flight streams ran out.
+    GraceOver,
+}
 
 /// Registration and drain state of one connection.
 pub(crate) struct ControlLoop<'a> {
@@ -51,9 +64,51 @@ impl<'a> ControlLoop<'a> {
         }
     }
 
+    /// Waits for the next drain-side event this connection waits for: the drain
+    /// signal (until draining), the last in-flight stream ending (once
+    /// unregistered) or the grace period running out; `Some` ends the loop. Holds
+    /// no borrow of `self` while it waits, so it sits beside the driver's own arms
+    /// in one `select!`; the event is applied with [`Self::on_drain_event`].
+    pub(crate) fn next_drain_event<'w>(
+        &self,
+        drain: &'w mut watch::Receiver<Option<Instant>>,
+        in_flight: &'w InFlight,
+    ) -> impl Future<Output = DrainEvent> + 'w {
+        let (signal, idle, grace) = (!self.draining, self.close_when_idle, self.grace_deadline);
+        async move {
+            let far = Instant::now() + std::time::Duration::from_secs(86_400 * 365);
+            tokio::select! {
+                changed = drain.changed(), if signal => DrainEvent::Signal(
+                    if changed.is_ok() { *drain.borrow_and_update() } else { None },
+                ),
+                () = in_flight.wait_idle(), if idle => DrainEvent::Idle,
+                () = sleep_until(grace.unwrap_or(far)), if grace.is_some() => DrainEvent::GraceOver,
+                else => std::future::pending().await,
+            }
+        }
+    }
+
+    /// Applies a [`Self::next_drain_event`]; `Some` ends the loop. `in_flight` is
+    /// the number of streams being served, for the logs.
+    pub(crate) fn on_drain_event(
+        &mut self,
+        client: &mut ControlClient,
+        event: DrainEvent,
+        in_flight: usize,
+    ) -> Option<Outcome> {
+        match event {
+            DrainEvent::Signal(deadline) => self.on_drain(client, deadline),
+            DrainEvent::Idle => Some(Outcome::Drained),
+            DrainEvent::GraceOver => {
+                tracing::info!(conn_index = self.index, in_flight, "grace period over");
+                Some(Outcome::Drained)
+            }
+        }
+    }
+
     /// The drain channel said `deadline` (`None`: nothing to do). Unregisters a
     /// registered connection; `Some` ends the loop.
-    pub(crate) fn on_drain(
+    fn on_drain(
         &mut self,
         client: &mut ControlClient,
         deadline: Option<Instant>,

@@ -286,16 +286,10 @@ async fn serve(
                 None if state.draining => break 'serve Outcome::Drained,
                 None => break 'serve lost(state.registered, "the edge closed the connection".to_owned()),
             },
-            changed = drain.changed(), if !state.draining => {
-                let deadline = if changed.is_ok() { *drain.borrow_and_update() } else { None };
-                if let Some(outcome) = state.on_drain(&mut client, deadline) {
+            event = state.next_drain_event(drain, &in_flight) => {
+                if let Some(outcome) = state.on_drain_event(&mut client, event, in_flight.count()) {
                     break 'serve outcome;
                 }
-            }
-            () = in_flight.wait_idle(), if state.close_when_idle => break 'serve Outcome::Drained,
-            () = sleep_until(state.grace_deadline.unwrap_or(far)), if state.grace_deadline.is_some() => {
-                tracing::info!(conn_index = index, in_flight = in_flight.count(), "grace period over");
-                break 'serve Outcome::Drained;
             }
         }
         if let Some(outcome) = state.on_events(&mut client, in_flight.count()) {
