@@ -1,7 +1,7 @@
 # Culvert's own transcription of the tunnel registration schema, written from the
 # facts in connector/PROTOCOL.md §3. Only IDs, ordinals and types matter on the
 # wire; names are for readers. Layouts (data words / pointers) are noted per struct
-# as capnpc allocates them; connector/src/proto/registration.rs encodes them by hand.
+# as capnpc allocates them; tunnel-proto/src/registration/ encodes them by hand.
 @0xdb8274f9144abc7e;
 
 struct TunnelAuth @0x9496331ab9cd463f {        # 0 / 2
