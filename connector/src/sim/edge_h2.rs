@@ -233,18 +233,17 @@ pub(crate) async fn forward(
             format!("connection {conn_id}: {what}\n"),
         )
     };
-    let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost")
-        .to_owned();
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let destination = super::http::destination(&parts);
     let mut request = Request::new(());
     *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = match format!("http://{host}{path}").parse() {
+    *request.uri_mut() = match destination.parse() {
         Ok(uri) => uri,
-        Err(_) => return text(StatusCode::BAD_REQUEST, format!("invalid host {host:?}\n")),
+        Err(_) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("invalid destination {destination:?}\n"),
+            );
+        }
     };
     for (name, value) in &parts.headers {
         if !hop_by_hop(name) {

@@ -130,19 +130,8 @@ async fn forward(shared: &SimShared, mut req: Request<Incoming>) -> Response<Sim
         }
     };
     let (parts, body) = req.into_parts();
-    let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost")
-        .to_owned();
-    let path = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
     let request = ConnectRequest {
-        dest: format!("http://{host}{path}"),
+        dest: destination(&parts),
         kind: if websocket {
             ConnectionType::Websocket
         } else {
@@ -267,4 +256,16 @@ pub(crate) async fn bridge(
     let mut client = TokioIo::new(upgraded);
     let mut stream = stream;
     let _ = tokio::io::copy_bidirectional(&mut client, &mut stream).await;
+}
+
+/// The URL an eyeball request is forwarded to the connector as: its `Host` (or
+/// `localhost`) and its path and query, over `http` (the edge terminated TLS).
+pub(super) fn destination(parts: &http::request::Parts) -> String {
+    let host = parts
+        .headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    format!("http://{host}{path}")
 }
