@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use base64::Engine as _;
 use bytes::Bytes;
+use culvert_tunnel_proto::metadata::canonical_header_name;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Version};
 use http_body_util::{BodyExt as _, Limited};
@@ -365,29 +366,6 @@ fn proto_name(version: Version) -> &'static str {
         Version::HTTP_3 => "HTTP/3.0",
         _ => "HTTP/1.1",
     }
-}
-
-/// Go's `textproto.CanonicalMIMEHeaderKey`: `x-forwarded-for` → `X-Forwarded-For`.
-/// Names with characters Go would not canonicalise are returned unchanged.
-pub(super) fn canonical_header_name(name: &str) -> String {
-    let valid = name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-    if !valid {
-        return name.to_owned();
-    }
-    let mut upper = true;
-    name.chars()
-        .map(|c| {
-            let out = if upper {
-                c.to_ascii_uppercase()
-            } else {
-                c.to_ascii_lowercase()
-            };
-            upper = c == '-';
-            out
-        })
-        .collect()
 }
 
 /// The first value of query parameter `name`, percent-decoded (`+` is a space, as Go's

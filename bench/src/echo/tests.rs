@@ -619,16 +619,6 @@ fn go_durations_parse_like_go() {
 }
 
 #[test]
-fn header_names_are_canonicalised_like_go() {
-    assert_eq!(
-        handler::canonical_header_name("x-forwarded-for"),
-        "X-Forwarded-For"
-    );
-    assert_eq!(handler::canonical_header_name("user-agent"), "User-Agent");
-    assert_eq!(handler::canonical_header_name("a b"), "a b");
-}
-
-#[test]
 fn echo_set_header_skips_invalid_entries() {
     let mut out = HeaderMap::new();
     handler::add_echo_headers(&mut out, "Good: 1, bad name: 2, :3, Empty");
