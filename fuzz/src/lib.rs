@@ -4,7 +4,7 @@
 //! reports as a crash; an error the parser returns is an answer, not a finding.
 //!
 //! - [`request_head`], [`response_head`], [`body`] and [`head_round_trip`]: the
-//!   HTTP/1.1 codec of `culvert-wire`;
+//!   HTTP/1.1 codec of `culvert-wire`, and [`client_hello`] its TLS ClientHello reader;
 //! - [`capnp`] and [`tunnel_token`]: the tunnel protocol of `culvert-connector`;
 //! - [`manifests`]: loading and translating Gateway API manifests
 //!   (`culvert-control-lite`);
@@ -18,6 +18,7 @@
 
 mod body;
 mod capnp;
+mod client_hello;
 mod data_plane_config;
 mod head_round_trip;
 mod input;
@@ -28,6 +29,7 @@ mod tunnel_token;
 
 pub use body::body;
 pub use capnp::capnp;
+pub use client_hello::client_hello;
 pub use data_plane_config::data_plane_config;
 pub use head_round_trip::head_round_trip;
 pub use manifests::manifests;
@@ -46,6 +48,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("head_round_trip", head_round_trip),
     ("capnp", capnp),
     ("tunnel_token", tunnel_token),
+    ("client_hello", client_hello),
     ("manifests", manifests),
     ("data_plane_config", data_plane_config),
 ];

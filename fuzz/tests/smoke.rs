@@ -183,6 +183,7 @@ smoke_tests!(
     head_round_trip,
     capnp,
     tunnel_token,
+    client_hello,
     manifests,
     data_plane_config,
 );

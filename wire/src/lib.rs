@@ -7,7 +7,9 @@
 //! - `chunked`: the chunked transfer coding, both ways;
 //! - `body`: reading a body of any framing off a buffer, both ways;
 //! - `raw`: response fields forwarded as the bytes they arrived in;
-//! - `lines`: fields the proxy adds to a request, kept as field lines.
+//! - `lines`: fields the proxy adds to a request, kept as field lines;
+//! - `client_hello`: a TLS ClientHello's server name and ALPN, read without
+//!   consuming it (for routing TLS passthrough by SNI).
 //!
 //! Everything a peer sends is untrusted: a head over its [`HeadLimits`] (by default
 //! [`MAX_HEAD`] bytes and [`MAX_HEADERS`] fields), a malformed line or conflicting `Content-Length` values
@@ -22,6 +24,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 mod body;
 mod chunked;
 mod client;
+mod client_hello;
 mod lines;
 mod raw;
 mod server;
@@ -31,6 +34,7 @@ pub use chunked::{Chunk, ChunkedDecoder, encode_chunk_start, encode_last_chunk};
 pub use client::{
     FieldsAs, ResponseFraming, ResponseHead, encode_request_head, parse_response_head,
 };
+pub use client_hello::{ClientHello, HelloError, MAX_CLIENT_HELLO, Peeked, peek_client_hello};
 pub use lines::FieldLines;
 pub use raw::{CarriesRawFields, RawFields, headers_mut};
 pub use server::{
