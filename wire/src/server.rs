@@ -17,8 +17,8 @@ use http::{Method, Request, StatusCode, Uri, Version};
 
 use super::raw::RawFields;
 use super::{
-    BodyFraming, CodecField, ContentLength, FieldSlots, HeadLimits, TransferCodings, WireError,
-    build_headers, field_spans, push_decimal, push_field, tokens,
+    BodyFraming, CodecField, ContentLength, FieldSlots, HeadLimits, MAX_HEADERS, TransferCodings,
+    WireError, build_headers, field_spans, push_decimal, push_field, tokens,
 };
 
 /// A parsed request head.
@@ -58,10 +58,24 @@ pub fn parse_request_head(
     buf: &mut BytesMut,
     limits: HeadLimits,
 ) -> Result<Option<RequestHead>, WireError> {
+    // The field slots live on the stack while a head is parsed: room for the
+    // default count unless the limits allow more, so the usual parse keeps a small
+    // frame.
+    if limits.max_fields() <= MAX_HEADERS {
+        parse_request_head_with::<MAX_HEADERS>(buf, limits)
+    } else {
+        parse_request_head_with::<{ HeadLimits::MAX_FIELDS }>(buf, limits)
+    }
+}
+
+/// [`parse_request_head`] with `SLOTS` field slots (at least `limits.max_fields()`).
+fn parse_request_head_with<const SLOTS: usize>(
+    buf: &mut BytesMut,
+    limits: HeadLimits,
+) -> Result<Option<RequestHead>, WireError> {
     let config = httparse::ParserConfig::default();
     let max_bytes = limits.max_bytes();
-    let mut slots: FieldSlots<'_, { HeadLimits::MAX_FIELDS }> =
-        [const { MaybeUninit::uninit() }; HeadLimits::MAX_FIELDS];
+    let mut slots: FieldSlots<'_, SLOTS> = [const { MaybeUninit::uninit() }; SLOTS];
     let slots = &mut slots[..limits.max_fields()];
     let mut parsed = httparse::Request::new(&mut []);
     let len = match config.parse_request_with_uninit_headers(&mut parsed, buf, slots) {

@@ -393,7 +393,7 @@ impl Worker {
         let forward = match plan {
             Plan::Forward(forward) => forward,
             Plan::Answer(answer) => {
-                if answer == LocalAnswer::BadHost {
+                if matches!(answer, LocalAnswer::BadHost) {
                     self.stats().refused(Refusal::Malformed);
                 }
                 let mut response = local_answer(answer.status());
