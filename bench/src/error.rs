@@ -22,4 +22,7 @@ pub enum Error {
     /// The bound socket's address could not be read back.
     #[error("failed to read the echo backend's local address")]
     LocalAddr(#[source] io::Error),
+    /// The certificate chain or key given to a TLS echo backend is unusable.
+    #[error("the echo backend's certificate or key is unusable: {0}")]
+    Certificate(String),
 }

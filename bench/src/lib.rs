@@ -11,13 +11,16 @@
 //! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
 //! "Echo backend contract" of `conformance/vectors/README.md`: a JSON echo
 //! of each request in upstream `echo-basic`'s shape, `?delay=`, the `/retry/` prefix,
-//! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. [`tls`] has the
+//! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. [`TcpEchoBackend`]
+//! is the TCP echo (clear text or TLS) behind TLSRoutes. [`tls`] has the
 //! certificate check that loopback clients use.
 #![forbid(unsafe_code)]
 
 pub mod echo;
 mod error;
+pub mod tcp_echo;
 pub mod tls;
 
 pub use echo::{EchoBackend, EchoConfig, EchoProtocol, SeenRequest};
 pub use error::Error;
+pub use tcp_echo::{TcpEchoBackend, TcpEchoConfig};

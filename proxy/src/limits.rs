@@ -32,8 +32,9 @@ pub struct ClientLimits {
     /// `client_body_timeout`): a body that stalls longer fails, the exchange is
     /// abandoned upstream and the client gets 408.
     pub body_read_timeout: Duration,
-    /// How long an upgraded connection (WebSocket) may carry no byte either way
-    /// before both sides are closed (HAProxy's `timeout tunnel`).
+    /// How long an upgraded connection (WebSocket) or a TLS passthrough connection
+    /// may carry no byte either way before both sides are closed (HAProxy's
+    /// `timeout tunnel`).
     pub upgraded_idle_timeout: Duration,
 }
 

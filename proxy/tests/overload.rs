@@ -127,12 +127,9 @@ async fn read_frames(stream: &mut TcpStream, wait: Duration) -> Seen {
 
 /// The value of `culvert_refused_total{reason="..."}`.
 async fn refused(server: &Server, reason: &str) -> u64 {
-    let reply = get(server.control_addr(), "control", "/metrics").await;
-    let text = String::from_utf8(reply.body.to_vec()).unwrap();
-    let series = format!("culvert_refused_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&series))
-        .and_then(|value| value.parse().ok())
+    let series = format!("culvert_refused_total{{reason=\"{reason}\"}}");
+    support::metric(server.control_addr(), &series)
+        .await
         .unwrap_or_else(|| panic!("no {series} in /metrics"))
 }
 

@@ -151,8 +151,8 @@ pub(crate) struct ServeArgs {
     /// `client_body_timeout`); a body that stalls longer gets 408.
     #[arg(long, default_value = "60s", value_parser = parse_grace)]
     body_read_timeout: Duration,
-    /// How long an upgraded connection (WebSocket) may carry nothing either way
-    /// before it is closed (HAProxy's `timeout tunnel`).
+    /// How long an upgraded connection (WebSocket) or a TLS passthrough connection
+    /// may carry nothing either way before it is closed (HAProxy's `timeout tunnel`).
     #[arg(long, default_value = "1h", value_parser = parse_grace)]
     upgraded_idle_timeout: Duration,
 }

@@ -20,7 +20,9 @@ use super::snapshot::RouteSnapshot;
 
 /// Reads one counter of a route.
 type RouteCounter = fn(&RouteSnapshot) -> u64;
-use super::{ConfigApiStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot};
+use super::{
+    ConfigApiStats, DURATION_BOUNDS_NANOS, PassthroughEnd, Refusal, STATUS_CLASSES, StatsSnapshot,
+};
 use crate::pipeline::BackendFailure;
 
 /// The `Content-Type` to serve [`encode`]'s output with:
@@ -150,15 +152,33 @@ impl Collector for Exposition {
             }
         }
 
+        let mut family = encoder.encode_descriptor(
+            "culvert_tls_passthrough_connections",
+            "TLS passthrough connections, by route and how they ended",
+            None,
+            MetricType::Counter,
+        )?;
+        for (route, counts) in &stats.routes {
+            for (end, &count) in PassthroughEnd::ALL.iter().zip(&counts.passthrough) {
+                if count > 0 {
+                    family
+                        .encode_family(&[("route", route.as_str()), ("end", end.as_str())])?
+                        .encode_counter::<NoLabelSet, _, u64>(&count, None)?;
+                }
+            }
+        }
+
         let byte_counters: [(&str, &str, RouteCounter); 2] = [
             (
                 "culvert_request_bytes",
-                "Request body bytes read from clients, by route",
+                "Request body bytes read from clients (every byte of a TLS passthrough \
+                 connection), by route",
                 |counts| counts.request_bytes,
             ),
             (
                 "culvert_response_bytes",
-                "Response body bytes written to clients, by route",
+                "Response body bytes written to clients (every byte of a TLS passthrough \
+                 connection), by route",
                 |counts| counts.response_bytes,
             ),
         ];

@@ -107,11 +107,19 @@ pub(crate) enum Refusal {
     Http2Abuse,
     /// An HTTP/2 connection ended for another protocol error of the client's.
     Http2Protocol,
+    /// A connection to a TLS passthrough address that did not open with a TLS
+    /// ClientHello (or with one malformed or over 64 KiB): reset.
+    TlsMalformed,
+    /// A ClientHello not complete within the handshake timeout (10 s): reset.
+    TlsHelloTimeout,
+    /// A ClientHello naming nothing a listener and route on its address serve:
+    /// reset.
+    TlsUnrouted,
 }
 
 impl Refusal {
     /// Every reason, in label order.
-    pub(crate) const ALL: [Self; 10] = [
+    pub(crate) const ALL: [Self; 13] = [
         Self::Malformed,
         Self::Unsupported,
         Self::TooLarge,
@@ -122,6 +130,9 @@ impl Refusal {
         Self::ConnectionLimit,
         Self::Http2Abuse,
         Self::Http2Protocol,
+        Self::TlsMalformed,
+        Self::TlsHelloTimeout,
+        Self::TlsUnrouted,
     ];
 
     /// The `reason` label value.
@@ -137,11 +148,49 @@ impl Refusal {
             Self::ConnectionLimit => "connection_limit",
             Self::Http2Abuse => "http2_abuse",
             Self::Http2Protocol => "http2_protocol",
+            Self::TlsMalformed => "tls_malformed",
+            Self::TlsHelloTimeout => "tls_hello_timeout",
+            Self::TlsUnrouted => "tls_unrouted",
         }
     }
 
     fn index(self) -> usize {
         Self::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// How a TLS passthrough connection ended: the `end` label of
+/// `culvert_tls_passthrough_connections_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PassthroughEnd {
+    /// Both sides closed, or one failed, after the connection reached its backend.
+    Closed,
+    /// Nothing moved either way for the idle timeout.
+    Idle,
+    /// No backend endpoint could be reached (the reason is counted in
+    /// `culvert_backend_errors_total`).
+    BackendFailed,
+}
+
+impl PassthroughEnd {
+    /// Every end, in label order.
+    pub(crate) const ALL: [Self; 3] = [Self::Closed, Self::Idle, Self::BackendFailed];
+
+    /// The `end` label value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Idle => "idle",
+            Self::BackendFailed => "backend_failed",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::Closed => 0,
+            Self::Idle => 1,
+            Self::BackendFailed => 2,
+        }
     }
 }
 

@@ -141,12 +141,14 @@ culvert_request_duration_seconds_count{route=\"none\"} 1
 # HELP culvert_backend_errors_total Requests that got no usable upstream response, by route and reason
 # TYPE culvert_backend_errors_total counter
 culvert_backend_errors_total{route=\"default/web\",reason=\"no_endpoints\"} 1
-# HELP culvert_request_bytes_total Request body bytes read from clients, by route
+# HELP culvert_tls_passthrough_connections_total TLS passthrough connections, by route and how they ended
+# TYPE culvert_tls_passthrough_connections_total counter
+# HELP culvert_request_bytes_total Request body bytes read from clients (every byte of a TLS passthrough connection), by route
 # TYPE culvert_request_bytes_total counter
 culvert_request_bytes_total{route=\"default/api\"} 0
 culvert_request_bytes_total{route=\"default/web\"} 150
 culvert_request_bytes_total{route=\"none\"} 0
-# HELP culvert_response_bytes_total Response body bytes written to clients, by route
+# HELP culvert_response_bytes_total Response body bytes written to clients (every byte of a TLS passthrough connection), by route
 # TYPE culvert_response_bytes_total counter
 culvert_response_bytes_total{route=\"default/api\"} 0
 culvert_response_bytes_total{route=\"default/web\"} 2048
@@ -171,6 +173,9 @@ culvert_refused_total{reason=\"upgraded_idle\"} 0
 culvert_refused_total{reason=\"connection_limit\"} 0
 culvert_refused_total{reason=\"http2_abuse\"} 1
 culvert_refused_total{reason=\"http2_protocol\"} 0
+culvert_refused_total{reason=\"tls_malformed\"} 0
+culvert_refused_total{reason=\"tls_hello_timeout\"} 0
+culvert_refused_total{reason=\"tls_unrouted\"} 0
 # HELP culvert_config_version Version of the config being served, 0 before the first one
 # TYPE culvert_config_version gauge
 culvert_config_version 4
@@ -204,6 +209,32 @@ culvert_workers 2
     assert!(count.parse::<u64>().is_ok(), "{count}");
     assert_eq!(lines.next(), None);
     drop((kept_a, kept_b));
+}
+
+#[test]
+fn passthrough_connections_are_counted_by_route_and_end() {
+    let a = WorkerStats::new();
+    let b = WorkerStats::new();
+    a.route(Some("ns/db"))
+        .record_passthrough(PassthroughEnd::Closed);
+    b.route(Some("ns/db"))
+        .record_passthrough(PassthroughEnd::Closed);
+    b.route(Some("ns/db"))
+        .record_passthrough(PassthroughEnd::Idle);
+    a.route(Some("ns/down"))
+        .record_passthrough(PassthroughEnd::BackendFailed);
+
+    let text = encode(&ConfigApiStats::new(), &merged(&[&a, &b]), &[]);
+    for line in [
+        "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"closed\"} 2",
+        "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"idle\"} 1",
+        "culvert_tls_passthrough_connections_total{route=\"ns/down\",end=\"backend_failed\"} 1",
+    ] {
+        assert_line(&text, line);
+    }
+    // Ends that never happened are left out, and no request was counted.
+    assert_no_line_with(&text, "route=\"ns/down\",end=\"closed\"");
+    assert_no_line_with(&text, "culvert_requests_total{route=\"ns/db\"");
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::fast_map::FastMap;
 use super::snapshot::{HistogramSnapshot, ListenerSnapshot, RouteSnapshot, StatsSnapshot};
 use super::{
     DURATION_BOUNDS_NANOS, DURATION_BUCKETS, MAX_LISTENER_KEYS, MAX_ROUTE_KEYS, NO_ROUTE, OVERFLOW,
-    Refusal, STATUS_CLASSES, status_class_index,
+    PassthroughEnd, Refusal, STATUS_CLASSES, status_class_index,
 };
 use crate::pipeline::BackendFailure;
 
@@ -179,6 +179,8 @@ struct RouteCells {
     backend_failures: [Cell<u64>; BackendFailure::ALL.len()],
     request_bytes: Cell<u64>,
     response_bytes: Cell<u64>,
+    /// TLS passthrough connections by `PassthroughEnd::index`.
+    passthrough: [Cell<u64>; PassthroughEnd::ALL.len()],
 }
 
 impl RouteStats {
@@ -191,6 +193,7 @@ impl RouteStats {
             backend_failures: Default::default(),
             request_bytes: Cell::new(0),
             response_bytes: Cell::new(0),
+            passthrough: Default::default(),
         }))
     }
 
@@ -234,6 +237,14 @@ impl RouteStats {
         add(&self.0.response_bytes, bytes);
     }
 
+    /// Counts one TLS passthrough connection that ended as `end`
+    /// (`culvert_tls_passthrough_connections_total`); its bytes go to
+    /// [`add_request_bytes`](Self::add_request_bytes) and
+    /// [`add_response_bytes`](Self::add_response_bytes).
+    pub(crate) fn record_passthrough(&self, end: PassthroughEnd) {
+        add(&self.0.passthrough[end.index()], 1);
+    }
+
     fn snapshot(&self) -> RouteSnapshot {
         let cells = &self.0;
         RouteSnapshot {
@@ -245,6 +256,7 @@ impl RouteStats {
             backend_failures: cells.backend_failures.each_ref().map(Cell::get),
             request_bytes: cells.request_bytes.get(),
             response_bytes: cells.response_bytes.get(),
+            passthrough: cells.passthrough.each_ref().map(Cell::get),
         }
     }
 }

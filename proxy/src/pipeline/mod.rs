@@ -8,6 +8,8 @@
 //!   metric label and a gRPC status;
 //! - `fields`: the header rules of a proxy hop (routing host, hop-by-hop fields,
 //!   upgrades, forwarding fields);
+//! - `passthrough`: where a TLS connection goes by the name in its ClientHello
+//!   (terminated here, spliced to a TLSRoute's backend, or refused);
 //! - `connection`: the facts about a request's connection.
 //!
 //! Nothing here touches a socket, a timer or the worker's state: every function
@@ -18,6 +20,7 @@ mod attempts;
 mod connection;
 mod failure;
 pub(crate) mod fields;
+mod passthrough;
 mod plan;
 #[cfg(test)]
 mod tests;
@@ -25,4 +28,5 @@ mod tests;
 pub(crate) use attempts::{AttemptEnd, Attempts, attempt_limit, pick_endpoint};
 pub(crate) use connection::{ConnectionInfo, Transport};
 pub(crate) use failure::{BackendFailure, grpc_local_answer};
+pub(crate) use passthrough::{Splice, TlsPlan, plan_tls};
 pub(crate) use plan::{Forward, LocalAnswer, Plan, Planned, UpstreamHead, plan};

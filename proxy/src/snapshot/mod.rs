@@ -39,6 +39,21 @@ pub struct Snapshot {
     /// Hex of a stable 64-bit FNV-1a hash of the config's canonical JSON (the document
     /// re-serialized, so formatting and field order of the pushed text do not count).
     pub content_hash: String,
+    /// The addresses with `TLS` (passthrough) listeners, where a connection's
+    /// ClientHello is read before anything else is decided.
+    by_server_name: BTreeSet<SocketAddr>,
+}
+
+/// What a connection accepted on an address gets first.
+#[derive(Debug, Clone)]
+pub(crate) enum Accept {
+    /// Clear-text HTTP.
+    Http,
+    /// A TLS handshake with this config, then HTTP.
+    Terminate(Arc<rustls::ServerConfig>),
+    /// Its ClientHello is read first; the name in it decides (see
+    /// `pipeline::plan_tls`).
+    ByServerName,
 }
 
 impl Snapshot {
@@ -55,6 +70,12 @@ impl Snapshot {
             .map(|info| Arc::from(format!("{}/{}", info.namespace, info.name)))
             .collect();
         let canonical = serde_json::to_vec(config).map_err(Error::ConfigJson)?;
+        let by_server_name = table
+            .listeners()
+            .iter()
+            .filter(|listener| listener.protocol == ListenerProtocol::Tls)
+            .map(|listener| listen_addr(listener.address, listener.port))
+            .collect();
         Ok(Self {
             table,
             tls,
@@ -62,6 +83,7 @@ impl Snapshot {
             route_labels,
             config_version: config.version,
             content_hash: format!("{:016x}", fnv1a64(&canonical)),
+            by_server_name,
         })
     }
 
@@ -81,17 +103,25 @@ impl Snapshot {
         self.route_labels.get(id.0 as usize).cloned()
     }
 
-    /// The addresses to listen on: each `HTTP` or `HTTPS` listener's `(address or
-    /// 0.0.0.0, port)`, without duplicates. Addresses with only `TLS` (passthrough)
-    /// listeners are not bound: passthrough is not served yet, and terminating TLS
-    /// meant for a backend would be wrong.
+    /// The addresses to listen on: each listener's `(address or 0.0.0.0, port)`,
+    /// without duplicates.
     pub fn listen_addrs(&self) -> BTreeSet<SocketAddr> {
         self.table
             .listeners()
             .iter()
-            .filter(|listener| listener.protocol != ListenerProtocol::Tls)
             .map(|listener| listen_addr(listener.address, listener.port))
             .collect()
+    }
+
+    /// What a connection accepted through the socket bound to `bound` gets first.
+    pub(crate) fn accept(&self, bound: SocketAddr) -> Accept {
+        if self.by_server_name.contains(&bound) {
+            return Accept::ByServerName;
+        }
+        match self.tls.server_config(bound) {
+            Some(config) => Accept::Terminate(Arc::clone(config)),
+            None => Accept::Http,
+        }
     }
 }
 

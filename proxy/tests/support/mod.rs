@@ -93,6 +93,17 @@ pub async fn put_config(addr: SocketAddr, body: &serde_json::Value, token: Optio
     .await
 }
 
+/// The value of one `/metrics` series (`name{labels}` exactly as exposed) on the
+/// config API at `control`, if it is there.
+pub async fn metric(control: SocketAddr, series: &str) -> Option<u64> {
+    let reply = get(control, "control", "/metrics").await;
+    let text = String::from_utf8(reply.body.to_vec()).unwrap();
+    let prefix = format!("{series} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|value| value.parse().ok())
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -4,6 +4,10 @@
 //! knowledge works on clear-text listeners), with upgrades, served until the client
 //! closes or the worker drains.
 //!
+//! On an address with TLS passthrough listeners the ClientHello is read first
+//! ([`super::client_hello`]) and the name in it decides (`pipeline::plan_tls`):
+//! terminated here as above, spliced to a TLSRoute's backend, or reset.
+//!
 //! A clear-text HTTP/1.1 request may also switch the connection to h2c by
 //! `Upgrade: h2c` (see [`super::h2c`]). On drain, each connection is shut down
 //! gracefully: HTTP/1.1 closes after the response in flight, HTTP/2 sends GOAWAY and
@@ -26,14 +30,16 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
+use super::client_hello::{NoHello, read_client_hello};
 use super::h2c;
 use super::http1;
 use super::idle::StreamActivity;
 use super::sniff::{self, HttpVersion};
 use crate::metrics::{OpenConnection, Refusal};
-use crate::pipeline::{ConnectionInfo, Transport};
+use crate::pipeline::{ConnectionInfo, TlsPlan, Transport, plan_tls};
+use crate::snapshot::Accept;
 use crate::worker::exchange::Worker;
-use crate::worker::io::{Io, Prefixed};
+use crate::worker::io::{Io, OverTcp, Prefixed};
 use crate::worker::runtime::LocalExec;
 use crate::worker::runtime::drain::DrainWatch;
 
@@ -64,13 +70,12 @@ pub(crate) fn spawn(
         bound
     };
     // TCP_NODELAY comes from the listening socket (see `listen::bind`).
-    let tls = worker
-        .cell()
-        .load()
-        .as_ref()
-        .and_then(|snapshot| snapshot.tls.server_config(bound).cloned());
+    let accept = match worker.cell().load().as_ref() {
+        Some(snapshot) => snapshot.accept(bound),
+        None => Accept::Http,
+    };
     let info = Rc::new(ConnectionInfo::new(peer, local, bound));
-    tokio::task::spawn_local(serve(worker, stream, info, tls, open));
+    tokio::task::spawn_local(serve(worker, stream, info, accept, open));
 }
 
 /// Serves one connection to the end.
@@ -78,24 +83,73 @@ async fn serve(
     worker: Rc<Worker>,
     stream: TcpStream,
     info: Rc<ConnectionInfo>,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    accept: Accept,
     open: OpenConnection,
 ) {
     let _open = (worker.open_connection(), open);
-    match tls {
-        None => serve_http(worker, stream, info, None).await,
+    match accept {
+        Accept::Http => serve_http(worker, stream, info, None).await,
         // Boxed: a TLS session is several kilobytes, and keeping it out of line keeps
         // every clear-text connection's task small.
-        Some(config) => Box::pin(serve_tls(worker, stream, info, config)).await,
+        Accept::Terminate(config) => Box::pin(serve_tls(worker, stream, info, config)).await,
+        Accept::ByServerName => Box::pin(serve_by_server_name(worker, stream, info)).await,
     }
 }
 
-async fn serve_tls(
+/// Reads the ClientHello of a connection to a passthrough address and serves the
+/// connection as the name in it says.
+async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: Rc<ConnectionInfo>) {
+    let read = {
+        let mut drain = worker.drain().watch();
+        tokio::select! {
+            read = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_client_hello(&mut stream)) => read,
+            () = drain.drained() => return,
+        }
+    };
+    let (hello, prefix) = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(NoHello::Closed)) => return,
+        Ok(Err(NoHello::Refused(_))) => return reset(&worker, &stream, Refusal::TlsMalformed),
+        Err(_) => return reset(&worker, &stream, Refusal::TlsHelloTimeout),
+    };
+    let Some(snapshot) = worker.cell().load_full() else {
+        return reset(&worker, &stream, Refusal::TlsUnrouted);
+    };
+    let server_name = hello.server_name.as_deref();
+    let random = worker.next_random();
+    match plan_tls(&snapshot.table, info.local, info.bound, server_name, random) {
+        TlsPlan::Terminate => {
+            let Some(config) = snapshot.tls.server_config(info.bound).cloned() else {
+                return reset(&worker, &stream, Refusal::TlsUnrouted);
+            };
+            drop(snapshot);
+            serve_tls(worker, Prefixed::new(prefix, stream), info, config).await;
+        }
+        TlsPlan::Splice(splice) => {
+            let route = snapshot.route_label(splice.route);
+            drop(snapshot);
+            worker
+                .pass_through(stream, prefix, &info, server_name, route, splice)
+                .await;
+        }
+        TlsPlan::Refuse(_) => reset(&worker, &stream, Refusal::TlsUnrouted),
+    }
+}
+
+/// Counts `why` and has the connection reset when it is dropped.
+fn reset(worker: &Worker, stream: &TcpStream, why: Refusal) {
+    worker.stats().refused(why);
+    let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
+}
+
+async fn serve_tls<I>(
     worker: Rc<Worker>,
-    stream: TcpStream,
+    stream: I,
     mut info: Rc<ConnectionInfo>,
     config: Arc<rustls::ServerConfig>,
-) {
+) where
+    I: OverTcp + Send + 'static,
+{
     let accept = TlsAcceptor::from(config).accept(stream);
     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
         return;

@@ -37,6 +37,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 mod outgoing;
+mod passthrough;
 pub(crate) mod record;
 mod splice;
 
@@ -57,7 +58,7 @@ use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
 use outgoing::{build_request, upgrade_request};
 use record::{Record, RecordedBody, Sink};
-use splice::{Spliced, splice};
+use splice::{SpliceEnd, splice};
 
 body_enum! {
     /// Body of every answer.
@@ -599,7 +600,7 @@ impl Worker {
             let worker = Rc::clone(self);
             tokio::task::spawn_local(async move {
                 let idle = worker.limits.upgraded_idle_timeout;
-                if client_upgrade.splice(server_upgrade, idle).await == Spliced::Idle {
+                if client_upgrade.splice(server_upgrade, idle).await == SpliceEnd::Idle {
                     worker.stats().refused(Refusal::UpgradedIdle);
                 }
             });
@@ -663,19 +664,19 @@ pub(crate) enum ClientUpgrade {
 impl ClientUpgrade {
     /// Copies bytes both ways between the client and the upgraded backend connection
     /// until either side closes or both stay idle for `idle`.
-    async fn splice(self, server: hyper::upgrade::OnUpgrade, idle: Duration) -> Spliced {
+    async fn splice(self, server: hyper::upgrade::OnUpgrade, idle: Duration) -> SpliceEnd {
         let Ok(server) = server.await else {
-            return Spliced::Closed;
+            return SpliceEnd::Closed;
         };
         let mut server = TokioIo::new(server);
         match self {
             Self::Http1(client) => match client.await {
-                Ok(mut client) => splice(&mut client, &mut server, idle).await,
-                Err(_) => Spliced::Closed,
+                Ok(mut client) => splice(&mut client, &mut server, idle).await.end,
+                Err(_) => SpliceEnd::Closed,
             },
             Self::Tunnel(client) => match client.stream().await {
-                Ok(mut client) => splice(&mut client, &mut server, idle).await,
-                Err(_) => Spliced::Closed,
+                Ok(mut client) => splice(&mut client, &mut server, idle).await.end,
+                Err(_) => SpliceEnd::Closed,
             },
         }
     }

@@ -1,11 +1,13 @@
-//! Upgraded connections (WebSocket and other `101` protocols) spliced to their
-//! backend: bytes copied both ways until either side closes, or until neither has
-//! moved a byte for the idle timeout (`ClientLimits::upgraded_idle_timeout`), so
-//! an abandoned WebSocket does not hold two sockets forever.
+//! Connections spliced to their backend (WebSocket and other `101` upgrades, TLS
+//! passthrough): bytes copied both ways until both sides have closed (a side that
+//! closes its half is shut down on the other, the other direction goes on), either
+//! fails, or neither has moved a byte for the idle timeout
+//! (`ClientLimits::upgraded_idle_timeout`), so an abandoned connection does not hold
+//! two sockets forever.
 //!
 //! Activity is a flag each successful read or write sets and a ticker clears once
 //! per period: no clock is read per byte, and an idle pair is closed between one
-//! and two periods after its last byte.
+//! and two periods after its last byte. Bytes read from each side are counted.
 
 use std::cell::Cell;
 use std::io;
@@ -17,28 +19,42 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// How a splice ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Spliced {
-    /// A side closed (or failed).
+pub(crate) enum SpliceEnd {
+    /// Both sides closed, or one failed.
     Closed,
     /// Nothing moved either way for the idle timeout.
     Idle,
 }
 
-/// Copies bytes between `client` and `server` until one closes or both stay idle
-/// for `idle`.
+/// What a splice did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spliced {
+    /// How it ended.
+    pub(crate) end: SpliceEnd,
+    /// Bytes read from the client (and written to the server, unless it failed).
+    pub(crate) from_client: u64,
+    /// Bytes read from the server.
+    pub(crate) from_server: u64,
+}
+
+/// Copies bytes between `client` and `server` until both close, one fails, or both
+/// stay idle for `idle`.
 pub(crate) async fn splice<C, S>(client: &mut C, server: &mut S, idle: Duration) -> Spliced
 where
     C: AsyncRead + AsyncWrite + Unpin,
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let active = Cell::new(false);
+    let (from_client, from_server) = (Cell::new(0), Cell::new(0));
     let mut client = Watched {
         inner: client,
         active: &active,
+        read: &from_client,
     };
     let mut server = Watched {
         inner: server,
         active: &active,
+        read: &from_server,
     };
     let watch = async {
         let mut period = tokio::time::interval(idle);
@@ -50,16 +66,22 @@ where
             }
         }
     };
-    tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => Spliced::Closed,
-        () = watch => Spliced::Idle,
+    let end = tokio::select! {
+        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => SpliceEnd::Closed,
+        () = watch => SpliceEnd::Idle,
+    };
+    Spliced {
+        end,
+        from_client: from_client.get(),
+        from_server: from_server.get(),
     }
 }
 
-/// One side of a splice, noting every byte that moves.
+/// One side of a splice, noting every byte that moves and counting those read.
 struct Watched<'a, T> {
     inner: &'a mut T,
     active: &'a Cell<bool>,
+    read: &'a Cell<u64>,
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Watched<'_, T> {
@@ -70,8 +92,10 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<'_, T> {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut *self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
+        let read = buf.filled().len() - before;
+        if read > 0 {
             self.active.set(true);
+            self.read.set(self.read.get() + read as u64);
         }
         polled
     }

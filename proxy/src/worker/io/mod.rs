@@ -8,7 +8,7 @@ pub(crate) mod stack_read;
 mod transport;
 
 pub(crate) use prefixed::Prefixed;
-pub(crate) use transport::Io;
+pub(crate) use transport::{Io, OverTcp};
 
 /// A client connection handed over after a `101`, with the bytes it sent past the
 /// upgrade request.

@@ -19,6 +19,11 @@ impl<I> Prefixed<I> {
     pub(crate) fn new(prefix: BytesMut, io: I) -> Self {
         Self { prefix, io }
     }
+
+    /// The IO under the prefix.
+    pub(crate) fn get_ref(&self) -> &I {
+        &self.io
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Prefixed<I> {

@@ -18,6 +18,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
+use super::Prefixed;
+
 /// A client connection's transport.
 pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {
     /// Writes bytes that are the last the connection sends before it is shut
@@ -55,7 +57,26 @@ impl Io for TcpStream {
     }
 }
 
-impl Io for tokio_rustls::server::TlsStream<TcpStream> {
+/// A transport carried on a TCP socket, whose options TLS may set.
+pub(crate) trait OverTcp: AsyncRead + AsyncWrite + Unpin {
+    /// The socket.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl OverTcp for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+/// A socket whose first bytes (a ClientHello read to route by) were read already.
+impl OverTcp for Prefixed<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref()
+    }
+}
+
+impl<T: OverTcp> Io for tokio_rustls::server::TlsStream<T> {
     /// Corks the socket first: the records written from here on (the last response,
     /// then the `close_notify` of the shutdown) wait for the FIN and leave with it.
     #[cfg(target_os = "linux")]
@@ -65,7 +86,7 @@ impl Io for tokio_rustls::server::TlsStream<TcpStream> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         // Only an optimisation: on failure the bytes go out as any others.
-        let _ = socket2::SockRef::from(self.get_ref().0).set_tcp_cork(true);
+        let _ = socket2::SockRef::from(self.get_ref().0.tcp()).set_tcp_cork(true);
         self.poll_write(cx, buf)
     }
 }

@@ -330,7 +330,8 @@ async fn connect_upgradable(
     Ok(sender)
 }
 
-async fn connect_tcp(endpoint: SocketAddr) -> Result<TcpStream, UpstreamError> {
+/// A TCP connection to `endpoint` (within the connect timeout), `TCP_NODELAY` set.
+pub(crate) async fn connect_tcp(endpoint: SocketAddr) -> Result<TcpStream, UpstreamError> {
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(endpoint))
         .await
         .map_err(|_| UpstreamError::Connect)?
