@@ -367,6 +367,7 @@ fn http_exchange(
         response_headers: response,
         location: None,
         terminated_by_backend: None,
+        backend_sni: None,
         protocol: None,
         websocket_echo: None,
         grpc_status: None,

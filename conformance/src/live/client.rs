@@ -232,6 +232,58 @@ fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
 
 /// A client config that takes any certificate (the live runs use self-signed
 /// ones) and offers `alpn`.
+/// What a TLS echo exchange (`scheme: tls`) showed: the greeting of the TCP echo
+/// backend that answered (see `culvert_bench::tcp_echo`).
+pub(super) struct TlsEcho {
+    /// The backend's name: its Service, `namespace/name`.
+    pub(super) service: String,
+    /// Whether the backend itself terminated the TLS session.
+    pub(super) backend_terminated: bool,
+    /// The SNI the backend's TLS server received.
+    pub(super) server_name: Option<String>,
+}
+
+/// Opens TLS to `addr` with SNI `sni` (no ALPN), reads the echo backend's
+/// greeting, and checks that a line sent comes back before the backend closes
+/// after the client's half-close. `Err` is a transport failure (refused, reset,
+/// failed handshake) or a wrong echo.
+pub(super) async fn tls_echo(addr: SocketAddr, sni: &str) -> Result<TlsEcho, String> {
+    const PING: &[u8] = b"culvert conformance ping\n";
+    let tcp = TcpStream::connect(addr)
+        .await
+        .map_err(|err| format!("connecting to {addr}: {err}"))?;
+    let name = ServerName::try_from(sni.to_owned()).map_err(|err| format!("SNI {sni:?}: {err}"))?;
+    let mut tls = tokio_rustls::TlsConnector::from(client_config(&[])?)
+        .connect(name, tcp)
+        .await
+        .map_err(|err| format!("TLS handshake: {err}"))?;
+    tls.write_all(PING)
+        .await
+        .map_err(|err| format!("sending: {err}"))?;
+    tls.shutdown()
+        .await
+        .map_err(|err| format!("closing the sending half: {err}"))?;
+    let mut received = Vec::new();
+    tls.read_to_end(&mut received)
+        .await
+        .map_err(|err| format!("reading: {err}"))?;
+    let newline = received
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("no greeting from the backend")?;
+    let (greeting, echoed) = received.split_at(newline + 1);
+    if echoed != PING {
+        return Err(format!("echo {:?}", String::from_utf8_lossy(echoed)));
+    }
+    let greeting: serde_json::Value =
+        serde_json::from_slice(greeting).map_err(|err| format!("greeting: {err}"))?;
+    Ok(TlsEcho {
+        service: greeting["service"].as_str().unwrap_or_default().to_owned(),
+        backend_terminated: greeting["tls"].as_bool().unwrap_or(false),
+        server_name: greeting["serverName"].as_str().map(str::to_owned),
+    })
+}
+
 pub(crate) fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
     trusting_client_config(culvert_proxy::crypto_provider(), alpn).map_err(|err| err.to_string())
 }

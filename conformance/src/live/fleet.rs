@@ -1,13 +1,16 @@
 //! The echo backends of one live run: one `culvert_bench::EchoBackend` per endpoint
-//! address the translation produced, named after the Service that owns it and the
-//! pod the endpoint stands for, and the config rewritten to send each endpoint's
-//! traffic to its echo backend.
+//! address of an HTTP or gRPC route the translation produced, named after the
+//! Service that owns it and the pod the endpoint stands for; one
+//! `culvert_bench::TcpEchoBackend` per endpoint of a TLSRoute, terminating TLS
+//! itself with a certificate made for the route's hostnames (the passthrough
+//! vectors' `tcp-backend` on its TLS port); and the config rewritten to send each
+//! endpoint's traffic to its echo backend.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use crate::prepare::EndpointOwners;
-use culvert_bench::{EchoBackend, EchoConfig, SeenRequest};
+use culvert_bench::{EchoBackend, EchoConfig, SeenRequest, TcpEchoBackend, TcpEchoConfig};
 use culvert_router::DataPlaneConfig;
 use culvert_router::config::{BackendConfig, HttpFilterConfig};
 
@@ -15,6 +18,9 @@ use culvert_router::config::{BackendConfig, HttpFilterConfig};
 #[derive(Default)]
 pub(super) struct Fleet {
     backends: BTreeMap<SocketAddr, (String, EchoBackend)>,
+    /// TCP echo backends of TLSRoute endpoints; each greets with its Service
+    /// (`namespace/name`) as its name.
+    tcp: BTreeMap<SocketAddr, TcpEchoBackend>,
 }
 
 /// How many requests each backend had seen, to find the new ones afterwards.
@@ -63,6 +69,40 @@ impl Fleet {
                 }
             }
         });
+        self.rewrite_tls_routes(config, owners).await
+    }
+
+    /// Points every TLSRoute endpoint at a TCP echo backend that terminates TLS.
+    async fn rewrite_tls_routes(
+        &mut self,
+        config: &mut DataPlaneConfig,
+        owners: &EndpointOwners,
+    ) -> Result<(), String> {
+        for route in &mut config.tls_routes {
+            let names = if route.hostnames.is_empty() {
+                vec!["tcp-backend.invalid".to_owned()]
+            } else {
+                route.hostnames.clone()
+            };
+            for backend in &mut route.backends {
+                for endpoint in &mut backend.endpoints {
+                    if !self.tcp.contains_key(endpoint) {
+                        let owner = owners.owner(endpoint.ip()).unwrap_or("unknown/unknown");
+                        let echo = TcpEchoBackend::start(TcpEchoConfig {
+                            name: owner.to_owned(),
+                            tls: Some(self_signed(&names)?),
+                            ..TcpEchoConfig::default()
+                        })
+                        .await
+                        .map_err(|err| format!("starting a TCP echo backend for {owner}: {err}"))?;
+                        self.tcp.insert(*endpoint, echo);
+                    }
+                    if let Some(echo) = self.tcp.get(endpoint) {
+                        *endpoint = echo.addr();
+                    }
+                }
+            }
+        }
         Ok(())
     }
 
@@ -88,6 +128,15 @@ impl Fleet {
         }
         out
     }
+}
+
+/// A self-signed certificate and key (PEM) for `names` (the harness's client does
+/// not verify server certificates; what a passthrough is judged by is that the
+/// backend terminated the session and saw the client's SNI).
+fn self_signed(names: &[String]) -> Result<(String, String), String> {
+    let certified = rcgen::generate_simple_self_signed(names.to_vec())
+        .map_err(|err| format!("generating a backend certificate: {err}"))?;
+    Ok((certified.cert.pem(), certified.signing_key.serialize_pem()))
 }
 
 /// Calls `visit` on every backend of `config`: rule backends and mirror targets.

@@ -8,9 +8,11 @@
 //! request carries a tag header, so copies and retries are told apart), turned into
 //! the same `Observed` the static replay computes, and judged by the same
 //! `check`. gRPC calls are unary `EchoRequest`s over h2c, judged by the
-//! `grpc-status` that came back. Exchanges that need what is not built yet are
-//! skipped with the reason: TLS passthrough, client certificates and TLS to
-//! backends.
+//! `grpc-status` that came back. TLSRoute exchanges (`scheme: tls`) open TLS with
+//! the vector's SNI to TCP echo backends and are judged by their greeting (which
+//! Service, whether it terminated TLS, the SNI it saw) and a line echoed through a
+//! half-close. Exchanges that need what is not built yet are skipped with the
+//! reason: client certificates and TLS to backends.
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
 //! ports, except that a privileged one (below 1024: 80, 443, ...) is moved up by
@@ -40,7 +42,7 @@ use culvert_router::outcome::{grpc_status, grpc_status_for_http};
 use http::{HeaderName, HeaderValue, Request, Version};
 use http_body_util::Full;
 
-use client::{Answer, CLIENT_TIMEOUT, Target, Wire, exchange};
+use client::{Answer, CLIENT_TIMEOUT, Target, Wire, exchange, tls_echo};
 use culvert_proxy::{Error, ServeConfig, Server};
 use fleet::Fleet;
 
@@ -209,6 +211,9 @@ impl LiveJudge {
         let Some(&ip) = self.addresses.get(&spec.gateway) else {
             return failed(format!("gateway {} has no address", spec.gateway));
         };
+        if spec.scheme == "tls" {
+            return self.observe_tls(spec, ip);
+        }
         let (target, request) = match build(spec, ip, tag) {
             Ok(built) => built,
             Err(why) => return failed(why),
@@ -239,6 +244,31 @@ impl LiveJudge {
             .filter(|(_, seen)| seen.header(TAG).contains(&tag))
             .collect();
         observed(&answer, &arrived, is_grpc(spec))
+    }
+
+    /// Opens a TLS echo exchange as `spec` says and observes it.
+    fn observe_tls(&self, spec: &RequestSpec, ip: IpAddr) -> Observed {
+        let addr = SocketAddr::new(ip, listen_port(spec.port));
+        let sni = spec.sni.clone().unwrap_or_else(|| ip.to_string());
+        let sent = self
+            .runtime
+            .block_on(async { tokio::time::timeout(CLIENT_TIMEOUT, tls_echo(addr, &sni)).await });
+        match sent {
+            Ok(Ok(echo)) => Observed {
+                backend: Some(echo.service),
+                terminated_by_backend: Some(echo.backend_terminated),
+                backend_sni: echo.server_name,
+                ..Observed::default()
+            },
+            Ok(Err(why)) => Observed {
+                failure: Some(why),
+                ..Observed::default()
+            },
+            Err(_) => Observed {
+                failure: Some("client timed out".to_owned()),
+                ..Observed::default()
+            },
+        }
     }
 
     /// Mirrored copies of the sample tagged `first..=last` that each Service got.
@@ -332,11 +362,10 @@ fn uuid(tag: &str) -> String {
 fn unsupported(exchange: &Exchange) -> Option<&'static str> {
     let request = &exchange.request;
     let expect = &exchange.expect;
-    if request.scheme == "tls" {
-        Some("TLS passthrough is not served yet")
-    } else if request.client_certificate.is_some() {
+    if request.client_certificate.is_some() {
         Some("client certificates are not supported")
-    } else if expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some()
+    } else if request.scheme != "tls"
+        && (expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some())
     {
         Some("TLS to backends is not supported")
     } else {
@@ -497,6 +526,7 @@ fn observed(
             .and_then(|value| value.to_str().ok())
             .map(vector_location),
         terminated_by_backend: None,
+        backend_sni: None,
         protocol: Some(
             match answer.version {
                 Version::HTTP_2 => "HTTP/2",

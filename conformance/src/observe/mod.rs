@@ -33,6 +33,8 @@ pub struct Observed {
     pub location: Option<String>,
     /// TLSRoute: whether the backend terminated the client's TLS.
     pub terminated_by_backend: Option<bool>,
+    /// The SNI the backend's TLS server received (live only).
+    pub backend_sni: Option<String>,
     /// The HTTP version of the response, as `HTTP/1.1` or `HTTP/2` (live only).
     pub protocol: Option<String>,
     /// The frame echoed after a WebSocket upgrade (live only).
@@ -293,6 +295,14 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
     if let Some(wanted) = &expect.response_protocol {
         if seen.protocol.as_ref() != Some(wanted) {
             return Err(format!("protocol {:?}, expected {wanted:?}", seen.protocol));
+        }
+    }
+    if let Some(wanted) = &expect.backend_sees_sni {
+        if seen.backend_sni.as_ref() != Some(wanted) {
+            return Err(format!(
+                "backend saw SNI {:?}, expected {wanted:?}",
+                seen.backend_sni
+            ));
         }
     }
     if let Some(wanted) = expect.backend_terminates_tls {
