@@ -8,7 +8,7 @@ use super::observe::{Observed, check, check_distribution};
 use super::prepare::EndpointOwners;
 use super::vector::{Exchange, Expect, RequestSpec};
 use culvert_control_lite::translate::{DataPlaneId, Translation};
-use culvert_router::config::{DataPlaneConfig, ListenerProtocol};
+use culvert_router::config::DataPlaneConfig;
 use culvert_router::outcome::{
     RedirectRequest, apply_header_modifier, is_preflight, preflight_response, redirect_location,
     response_headers, rewrite_path,
@@ -145,6 +145,15 @@ fn replay(
         return failed(format!("nothing listens on port {}", request.port));
     }
     if request.scheme == "tls" {
+        let terminated_here = table
+            .listener(request.port, Some(ip), &sni)
+            .and_then(|id| table.listener_info(id))
+            .is_some_and(|info| info.terminates_tls);
+        if terminated_here {
+            if let Err(why) = handshake(table, config, request.port, ip, &sni) {
+                return failed(why);
+            }
+        }
         return match table.route_tls(request.port, Some(ip), &sni) {
             None => failed(format!("no TLS route for SNI {sni:?}")),
             Some(found) => match found.backends.pick(random) {
@@ -158,7 +167,7 @@ fn replay(
                         .first()
                         .and_then(|e| owners.owner(e.ip()))
                         .map(str::to_owned),
-                    terminated_by_backend: Some(true),
+                    terminated_by_backend: Some(!terminated_here),
                     ..Observed::default()
                 },
             },
@@ -196,7 +205,7 @@ fn handshake(
         .listeners
         .get(listener.0 as usize)
         .ok_or("listener vanished")?;
-    if spec.protocol != ListenerProtocol::Https {
+    if !spec.terminates_tls() {
         return Err(format!("listener {} does not terminate TLS", spec.name));
     }
     match &spec.tls {

@@ -57,6 +57,8 @@ pub const CLAIMED_FEATURES: &[&str] = &[
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
     "TLSRoute",
+    "TLSRouteModeMixed",
+    "TLSRouteModeTerminate",
 ];
 
 /// Counts of checks.

@@ -1,8 +1,9 @@
-//! TLS passthrough through a real data plane on loopback: connections routed by the
+//! TLSRoutes through a real data plane on loopback: connections routed by the
 //! ClientHello's server name to TLS echo backends that terminate the client's TLS
-//! themselves (their certificate, their view of the SNI), sharing a port with a
-//! listener that terminates TLS here, half-closes carried through, unknown names
-//! and non-TLS bytes reset, and a connection that outlives a config swap.
+//! themselves (their certificate, their view of the SNI), sharing a port with an
+//! `HTTPS` listener and a `TLS` listener that terminates here and forwards the
+//! decrypted stream; half-closes carried through, unknown names and non-TLS bytes
+//! reset, and a connection that outlives a config swap.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -30,13 +31,15 @@ fn local(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// Two TLS echo backends (`db` for `db.example`, `apps` for `*.apps.example`) and an
-/// HTTP echo behind a certificate of Culvert's own for `www.example`.
+/// Two TLS echo backends (`db` for `db.example`, `apps` for `*.apps.example`), an
+/// HTTP echo behind a certificate of Culvert's own for `www.example`, and a clear
+/// TCP echo (`broker`) behind one for `mqtt.example`.
 struct Backends {
     ca: TestCa,
     db: TcpEchoBackend,
     apps: TcpEchoBackend,
     web: EchoBackend,
+    broker: TcpEchoBackend,
 }
 
 impl Backends {
@@ -54,26 +57,49 @@ impl Backends {
             .await
             .unwrap();
         let web = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
-        Self { ca, db, apps, web }
+        let broker = TcpEchoBackend::start(TcpEchoConfig {
+            name: "broker".to_owned(),
+            ..TcpEchoConfig::default()
+        })
+        .await
+        .unwrap();
+        Self {
+            ca,
+            db,
+            apps,
+            web,
+            broker,
+        }
     }
 
-    /// Port `port` shared by an `HTTPS` listener for `www.example` and a
-    /// passthrough listener for `*.example`.
+    /// Port `port` shared by an `HTTPS` listener for `www.example`, a `TLS`
+    /// listener terminating for `mqtt.example` and a passthrough listener for
+    /// `*.example`.
     fn config(&self, version: u64, port: u16) -> Value {
         let (cert, key) = self.ca.leaf(&["www.example"]);
+        let (mqtt_cert, mqtt_key) = self.ca.leaf(&["mqtt.example"]);
         json!({
             "version": version,
-            "certificates": [{"namespace": "ns", "name": "www",
-                "certificatePem": cert, "privateKeyPem": key}],
+            "certificates": [
+                {"namespace": "ns", "name": "www", "certificatePem": cert, "privateKeyPem": key},
+                {"namespace": "ns", "name": "mqtt",
+                 "certificatePem": mqtt_cert, "privateKeyPem": mqtt_key}
+            ],
             "listeners": [
                 {"name": "web", "port": port, "protocol": "HTTPS", "hostname": "www.example",
                  "tls": {"certificateRefs": [{"namespace": "ns", "name": "www"}]}},
-                {"name": "pass", "port": port, "protocol": "TLS", "hostname": "*.example"}
+                {"name": "pass", "port": port, "protocol": "TLS", "hostname": "*.example"},
+                {"name": "mqtt", "port": port, "protocol": "TLS", "hostname": "mqtt.example",
+                 "tls": {"mode": "Terminate",
+                         "certificateRefs": [{"namespace": "ns", "name": "mqtt"}]}}
             ],
             "httpRoutes": [{"namespace": "ns", "name": "web", "listeners": ["web"],
                 "rules": [{"backends": [{"name": "web",
                     "endpoints": [self.web.addr().to_string()]}]}]}],
             "tlsRoutes": [
+                {"namespace": "ns", "name": "broker", "listeners": ["mqtt"],
+                 "backends": [{"name": "broker",
+                    "endpoints": [self.broker.addr().to_string()]}]},
                 {"namespace": "ns", "name": "db", "listeners": ["pass"],
                  "hostnames": ["db.example"],
                  "backends": [{"name": "db", "endpoints": [self.db.addr().to_string()]}]},
@@ -117,7 +143,7 @@ async fn echo_to_end<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 #[tokio::test]
-async fn connections_are_passed_through_by_server_name_beside_a_terminating_listener() {
+async fn connections_go_by_server_name_to_passthrough_terminated_and_https_listeners() {
     tokio::time::timeout(LIMIT, async {
         let backends = Backends::start().await;
         let server = start(ClientLimits::default());
@@ -139,7 +165,19 @@ async fn connections_are_passed_through_by_server_name_beside_a_terminating_list
             assert_eq!(echo_to_end(&mut stream, &data).await, data);
         }
 
-        // The terminating listener on the same port: Culvert's certificate, HTTP.
+        // The terminating TLS listener: Culvert's certificate (the handshake checks
+        // it for the name), no ALPN, the decrypted stream to a clear echo.
+        let (stream, alpn) = tls_connect(local(port), "mqtt.example", Arc::clone(&client)).await;
+        assert_eq!(alpn, None, "a TLS stream listener offers no ALPN");
+        let mut stream = BufReader::new(stream);
+        let seen = greeting(&mut stream).await;
+        assert_eq!(seen["service"], "broker");
+        assert_eq!(seen["tls"], false);
+        assert_eq!(echo_to_end(&mut stream, b"publish").await, b"publish");
+        let series = "culvert_tls_route_connections_total{route=\"ns/broker\",end=\"closed\"}";
+        assert_eq!(metric(server.control_addr(), series).await, Some(1));
+
+        // The HTTPS listener on the same port: Culvert's certificate, HTTP.
         let (stream, alpn) = tls_connect(local(port), "www.example", Arc::clone(&client)).await;
         assert_eq!(alpn.as_deref(), Some(&b"h2"[..]));
         let request = http::Request::get("https://www.example/x")
@@ -152,9 +190,8 @@ async fn connections_are_passed_through_by_server_name_beside_a_terminating_list
 
         let control = server.control_addr();
         for route in ["ns/db", "ns/apps"] {
-            let series = format!(
-                "culvert_tls_passthrough_connections_total{{route=\"{route}\",end=\"closed\"}}"
-            );
+            let series =
+                format!("culvert_tls_route_connections_total{{route=\"{route}\",end=\"closed\"}}");
             assert_eq!(metric(control, &series).await, Some(1), "{series}");
         }
         // Every byte of the spliced stream is counted: at least the hello and the
@@ -208,7 +245,7 @@ async fn unknown_names_and_bytes_that_are_not_tls_are_reset() {
 
         // A route whose backend is down: the client is reset, the failure counted.
         let mut config = backends.config(2, port);
-        config["tlsRoutes"][0]["backends"][0]["endpoints"] = json!([local(free_port())]);
+        config["tlsRoutes"][1]["backends"][0]["endpoints"] = json!([local(free_port())]);
         push(&server, &config).await;
         let tcp = TcpStream::connect(local(port)).await.unwrap();
         let server_name = rustls_pki_types::ServerName::try_from("db.example").unwrap();
@@ -216,8 +253,7 @@ async fn unknown_names_and_bytes_that_are_not_tls_are_reset() {
         assert!(connector.connect(server_name, tcp).await.is_err());
         let connect = "culvert_backend_errors_total{route=\"ns/db\",reason=\"connect\"}";
         assert_eq!(metric(control, connect).await, Some(1));
-        let failed =
-            "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"backend_failed\"}";
+        let failed = "culvert_tls_route_connections_total{route=\"ns/db\",end=\"backend_failed\"}";
         assert_eq!(metric(control, failed).await, Some(1));
         server.shutdown();
     })
@@ -240,7 +276,7 @@ async fn a_passthrough_connection_outlives_a_config_swap_that_keeps_its_route() 
 
         // A new version (the apps route gone, a listener added on another port).
         let mut config = backends.config(2, port);
-        config["tlsRoutes"].as_array_mut().unwrap().truncate(1);
+        config["tlsRoutes"].as_array_mut().unwrap().truncate(2);
         config["listeners"]
             .as_array_mut()
             .unwrap()
@@ -278,7 +314,7 @@ async fn idle_passthrough_connections_are_closed() {
         let mut rest = Vec::new();
         let ended = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest));
         assert!(ended.await.is_ok(), "an idle connection stayed open");
-        let idle = "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"idle\"}";
+        let idle = "culvert_tls_route_connections_total{route=\"ns/db\",end=\"idle\"}";
         assert_eq!(metric(server.control_addr(), idle).await, Some(1));
         server.shutdown();
     })

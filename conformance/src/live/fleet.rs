@@ -1,10 +1,11 @@
 //! The echo backends of one live run: one `culvert_bench::EchoBackend` per endpoint
 //! address of an HTTP or gRPC route the translation produced, named after the
 //! Service that owns it and the pod the endpoint stands for; one
-//! `culvert_bench::TcpEchoBackend` per endpoint of a TLSRoute, terminating TLS
-//! itself with a certificate made for the route's hostnames (the passthrough
-//! vectors' `tcp-backend` on its TLS port); and the config rewritten to send each
-//! endpoint's traffic to its echo backend.
+//! `culvert_bench::TcpEchoBackend` per endpoint of a TLSRoute: behind a passthrough
+//! listener it terminates TLS itself with a certificate made for the route's
+//! hostnames (the vectors' `tcp-backend` on its TLS port), behind a listener that
+//! terminates TLS it speaks clear text (its plain port); and the config rewritten
+//! to send each endpoint's traffic to its echo backend.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -72,25 +73,37 @@ impl Fleet {
         self.rewrite_tls_routes(config, owners).await
     }
 
-    /// Points every TLSRoute endpoint at a TCP echo backend that terminates TLS.
+    /// Points every TLSRoute endpoint at a TCP echo backend, terminating TLS
+    /// itself when the route's listener passes TLS through.
     async fn rewrite_tls_routes(
         &mut self,
         config: &mut DataPlaneConfig,
         owners: &EndpointOwners,
     ) -> Result<(), String> {
+        let listeners = config.listeners.clone();
         for route in &mut config.tls_routes {
             let names = if route.hostnames.is_empty() {
                 vec!["tcp-backend.invalid".to_owned()]
             } else {
                 route.hostnames.clone()
             };
+            let passthrough = route.listeners.first().is_none_or(|name| {
+                listeners
+                    .iter()
+                    .find(|listener| &listener.name == name)
+                    .is_none_or(|listener| !listener.terminates_tls())
+            });
             for backend in &mut route.backends {
                 for endpoint in &mut backend.endpoints {
                     if !self.tcp.contains_key(endpoint) {
                         let owner = owners.owner(endpoint.ip()).unwrap_or("unknown/unknown");
                         let echo = TcpEchoBackend::start(TcpEchoConfig {
                             name: owner.to_owned(),
-                            tls: Some(self_signed(&names)?),
+                            tls: if passthrough {
+                                Some(self_signed(&names)?)
+                            } else {
+                                None
+                            },
                             ..TcpEchoConfig::default()
                         })
                         .await

@@ -19,7 +19,8 @@ pub(crate) enum Transport {
     Https,
     /// `TLS` with `mode: Passthrough`.
     TlsPassthrough,
-    /// `TLS` with `mode: Terminate` (not supported yet).
+    /// `TLS` with `mode: Terminate` (the default): TLS terminated, the stream
+    /// forwarded by TLSRoutes.
     TlsTerminate,
     /// Anything else.
     Unsupported,
@@ -42,9 +43,14 @@ impl Transport {
     fn route_kinds(self) -> &'static [&'static str] {
         match self {
             Self::Http | Self::Https => &["HTTPRoute", "GRPCRoute"],
-            Self::TlsPassthrough => &["TLSRoute"],
-            Self::TlsTerminate | Self::Unsupported => &[],
+            Self::TlsPassthrough | Self::TlsTerminate => &["TLSRoute"],
+            Self::Unsupported => &[],
         }
+    }
+
+    /// Whether TLS is terminated by the data plane.
+    pub(crate) fn terminates(self) -> bool {
+        matches!(self, Self::Https | Self::TlsTerminate)
     }
 
     /// Whether two transports can share one port.
@@ -53,10 +59,8 @@ impl Transport {
             (Self::Unsupported, _) | (_, Self::Unsupported) => true,
             (Self::Http, Self::Http) => true,
             (Self::Http, _) | (_, Self::Http) => false,
-            // SNI splits HTTPS from passthrough; Culvert cannot mix TLS termination
-            // for TLSRoute with anything on one port yet.
-            (Self::TlsTerminate, Self::TlsTerminate) => true,
-            (Self::TlsTerminate, _) | (_, Self::TlsTerminate) => false,
+            // The ClientHello's SNI picks among HTTPS, terminating and passthrough
+            // TLS listeners of one port before any TLS is done.
             _ => true,
         }
     }
@@ -179,20 +183,11 @@ fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> Listener
             None
         }
     };
-    match transport {
-        Transport::Unsupported => {
-            accepted = Verdict::no(
-                reason::UNSUPPORTED_PROTOCOL,
-                format!("protocol {:?} is not supported", listener.protocol),
-            );
-        }
-        Transport::TlsTerminate => {
-            accepted = Verdict::no(
-                reason::UNSUPPORTED_VALUE,
-                "TLS listeners support mode Passthrough only; use HTTPS to terminate TLS",
-            );
-        }
-        _ => {}
+    if transport == Transport::Unsupported {
+        accepted = Verdict::no(
+            reason::UNSUPPORTED_PROTOCOL,
+            format!("protocol {:?} is not supported", listener.protocol),
+        );
     }
     let (supported_kinds, kinds_ok) = supported_kinds(listener, transport);
     if !kinds_ok {
@@ -202,7 +197,7 @@ fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> Listener
         );
     }
     let mut certificates = Vec::new();
-    if transport == Transport::Https {
+    if transport.terminates() {
         match resolve_certificates(listener, namespace, store) {
             Ok(refs) => certificates = refs,
             Err(verdict) => resolved_refs = verdict,

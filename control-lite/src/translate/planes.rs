@@ -14,7 +14,7 @@ use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
     BackendConfig, CertificateConfig, CertificateRef, DataPlaneConfig, GrpcRouteConfig,
     GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig, ListenerConfig, ListenerProtocol,
-    ListenerTlsConfig, TlsRouteConfig,
+    ListenerTlsConfig, TlsMode, TlsRouteConfig,
 };
 use culvert_router::host::HostPattern;
 use std::collections::BTreeMap;
@@ -151,11 +151,15 @@ pub(crate) fn assemble(
                     _ => ListenerProtocol::Tls,
                 },
                 hostname: listener.hostname.as_ref().map(ToString::to_string),
-                tls: (listener.transport == Transport::Https).then(|| ListenerTlsConfig {
+                tls: listener.transport.terminates().then(|| ListenerTlsConfig {
                     certificate_refs: listener.certificates.clone(),
+                    mode: match listener.transport {
+                        Transport::TlsTerminate => TlsMode::Terminate,
+                        _ => TlsMode::Passthrough,
+                    },
                 }),
             });
-            if listener.transport == Transport::Https {
+            if listener.transport.terminates() {
                 add_certificates(store, &listener.certificates, &mut config.certificates);
             }
         }

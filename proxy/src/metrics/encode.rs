@@ -21,7 +21,7 @@ use super::snapshot::RouteSnapshot;
 /// Reads one counter of a route.
 type RouteCounter = fn(&RouteSnapshot) -> u64;
 use super::{
-    ConfigApiStats, DURATION_BOUNDS_NANOS, PassthroughEnd, Refusal, STATUS_CLASSES, StatsSnapshot,
+    ConfigApiStats, DURATION_BOUNDS_NANOS, Refusal, STATUS_CLASSES, StatsSnapshot, TlsRouteEnd,
 };
 use crate::pipeline::BackendFailure;
 
@@ -153,13 +153,13 @@ impl Collector for Exposition {
         }
 
         let mut family = encoder.encode_descriptor(
-            "culvert_tls_passthrough_connections",
-            "TLS passthrough connections, by route and how they ended",
+            "culvert_tls_route_connections",
+            "TLSRoute connections (passed through or terminated here), by route and how they ended",
             None,
             MetricType::Counter,
         )?;
         for (route, counts) in &stats.routes {
-            for (end, &count) in PassthroughEnd::ALL.iter().zip(&counts.passthrough) {
+            for (end, &count) in TlsRouteEnd::ALL.iter().zip(&counts.tls_route) {
                 if count > 0 {
                     family
                         .encode_family(&[("route", route.as_str()), ("end", end.as_str())])?
@@ -171,14 +171,14 @@ impl Collector for Exposition {
         let byte_counters: [(&str, &str, RouteCounter); 2] = [
             (
                 "culvert_request_bytes",
-                "Request body bytes read from clients (every byte of a TLS passthrough \
-                 connection), by route",
+                "Request body bytes read from clients (every byte of a TLSRoute \
+                 connection's stream), by route",
                 |counts| counts.request_bytes,
             ),
             (
                 "culvert_response_bytes",
-                "Response body bytes written to clients (every byte of a TLS passthrough \
-                 connection), by route",
+                "Response body bytes written to clients (every byte of a TLSRoute \
+                 connection's stream), by route",
                 |counts| counts.response_bytes,
             ),
         ];

@@ -159,10 +159,10 @@ impl Refusal {
     }
 }
 
-/// How a TLS passthrough connection ended: the `end` label of
-/// `culvert_tls_passthrough_connections_total`.
+/// How a TLSRoute connection (passed through, or terminated here) ended: the `end`
+/// label of `culvert_tls_route_connections_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum PassthroughEnd {
+pub(crate) enum TlsRouteEnd {
     /// Both sides closed, or one failed, after the connection reached its backend.
     Closed,
     /// Nothing moved either way for the idle timeout.
@@ -172,7 +172,7 @@ pub(crate) enum PassthroughEnd {
     BackendFailed,
 }
 
-impl PassthroughEnd {
+impl TlsRouteEnd {
     /// Every end, in label order.
     pub(crate) const ALL: [Self; 3] = [Self::Closed, Self::Idle, Self::BackendFailed];
 

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{DURATION_BUCKETS, PassthroughEnd, Refusal, STATUS_CLASSES};
+use super::{DURATION_BUCKETS, Refusal, STATUS_CLASSES, TlsRouteEnd};
 use crate::pipeline::BackendFailure;
 
 /// Every counter of one worker (from [`WorkerStats::snapshot`]) or the sum of several
@@ -69,8 +69,8 @@ pub(super) struct RouteSnapshot {
     pub(super) backend_failures: [u64; BackendFailure::ALL.len()],
     pub(super) request_bytes: u64,
     pub(super) response_bytes: u64,
-    /// TLS passthrough connections indexed like `PassthroughEnd::ALL`.
-    pub(super) passthrough: [u64; PassthroughEnd::ALL.len()],
+    /// TLSRoute connections indexed like `TlsRouteEnd::ALL`.
+    pub(super) tls_route: [u64; TlsRouteEnd::ALL.len()],
 }
 
 impl RouteSnapshot {
@@ -84,7 +84,7 @@ impl RouteSnapshot {
         add_each(&mut self.backend_failures, &other.backend_failures);
         self.request_bytes = self.request_bytes.saturating_add(other.request_bytes);
         self.response_bytes = self.response_bytes.saturating_add(other.response_bytes);
-        add_each(&mut self.passthrough, &other.passthrough);
+        add_each(&mut self.tls_route, &other.tls_route);
     }
 }
 

@@ -141,14 +141,14 @@ culvert_request_duration_seconds_count{route=\"none\"} 1
 # HELP culvert_backend_errors_total Requests that got no usable upstream response, by route and reason
 # TYPE culvert_backend_errors_total counter
 culvert_backend_errors_total{route=\"default/web\",reason=\"no_endpoints\"} 1
-# HELP culvert_tls_passthrough_connections_total TLS passthrough connections, by route and how they ended
-# TYPE culvert_tls_passthrough_connections_total counter
-# HELP culvert_request_bytes_total Request body bytes read from clients (every byte of a TLS passthrough connection), by route
+# HELP culvert_tls_route_connections_total TLSRoute connections (passed through or terminated here), by route and how they ended
+# TYPE culvert_tls_route_connections_total counter
+# HELP culvert_request_bytes_total Request body bytes read from clients (every byte of a TLSRoute connection's stream), by route
 # TYPE culvert_request_bytes_total counter
 culvert_request_bytes_total{route=\"default/api\"} 0
 culvert_request_bytes_total{route=\"default/web\"} 150
 culvert_request_bytes_total{route=\"none\"} 0
-# HELP culvert_response_bytes_total Response body bytes written to clients (every byte of a TLS passthrough connection), by route
+# HELP culvert_response_bytes_total Response body bytes written to clients (every byte of a TLSRoute connection's stream), by route
 # TYPE culvert_response_bytes_total counter
 culvert_response_bytes_total{route=\"default/api\"} 0
 culvert_response_bytes_total{route=\"default/web\"} 2048
@@ -212,23 +212,20 @@ culvert_workers 2
 }
 
 #[test]
-fn passthrough_connections_are_counted_by_route_and_end() {
+fn tls_route_connections_are_counted_by_route_and_end() {
     let a = WorkerStats::new();
     let b = WorkerStats::new();
-    a.route(Some("ns/db"))
-        .record_passthrough(PassthroughEnd::Closed);
-    b.route(Some("ns/db"))
-        .record_passthrough(PassthroughEnd::Closed);
-    b.route(Some("ns/db"))
-        .record_passthrough(PassthroughEnd::Idle);
+    a.route(Some("ns/db")).record_tls_route(TlsRouteEnd::Closed);
+    b.route(Some("ns/db")).record_tls_route(TlsRouteEnd::Closed);
+    b.route(Some("ns/db")).record_tls_route(TlsRouteEnd::Idle);
     a.route(Some("ns/down"))
-        .record_passthrough(PassthroughEnd::BackendFailed);
+        .record_tls_route(TlsRouteEnd::BackendFailed);
 
     let text = encode(&ConfigApiStats::new(), &merged(&[&a, &b]), &[]);
     for line in [
-        "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"closed\"} 2",
-        "culvert_tls_passthrough_connections_total{route=\"ns/db\",end=\"idle\"} 1",
-        "culvert_tls_passthrough_connections_total{route=\"ns/down\",end=\"backend_failed\"} 1",
+        "culvert_tls_route_connections_total{route=\"ns/db\",end=\"closed\"} 2",
+        "culvert_tls_route_connections_total{route=\"ns/db\",end=\"idle\"} 1",
+        "culvert_tls_route_connections_total{route=\"ns/down\",end=\"backend_failed\"} 1",
     ] {
         assert_line(&text, line);
     }

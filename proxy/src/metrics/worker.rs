@@ -20,7 +20,7 @@ use crate::fast_map::FastMap;
 use super::snapshot::{HistogramSnapshot, ListenerSnapshot, RouteSnapshot, StatsSnapshot};
 use super::{
     DURATION_BOUNDS_NANOS, DURATION_BUCKETS, MAX_LISTENER_KEYS, MAX_ROUTE_KEYS, NO_ROUTE, OVERFLOW,
-    PassthroughEnd, Refusal, STATUS_CLASSES, status_class_index,
+    Refusal, STATUS_CLASSES, TlsRouteEnd, status_class_index,
 };
 use crate::pipeline::BackendFailure;
 
@@ -179,8 +179,8 @@ struct RouteCells {
     backend_failures: [Cell<u64>; BackendFailure::ALL.len()],
     request_bytes: Cell<u64>,
     response_bytes: Cell<u64>,
-    /// TLS passthrough connections by `PassthroughEnd::index`.
-    passthrough: [Cell<u64>; PassthroughEnd::ALL.len()],
+    /// TLSRoute connections by `TlsRouteEnd::index`.
+    tls_route: [Cell<u64>; TlsRouteEnd::ALL.len()],
 }
 
 impl RouteStats {
@@ -193,7 +193,7 @@ impl RouteStats {
             backend_failures: Default::default(),
             request_bytes: Cell::new(0),
             response_bytes: Cell::new(0),
-            passthrough: Default::default(),
+            tls_route: Default::default(),
         }))
     }
 
@@ -237,12 +237,12 @@ impl RouteStats {
         add(&self.0.response_bytes, bytes);
     }
 
-    /// Counts one TLS passthrough connection that ended as `end`
-    /// (`culvert_tls_passthrough_connections_total`); its bytes go to
+    /// Counts one TLSRoute connection that ended as `end`
+    /// (`culvert_tls_route_connections_total`); its bytes go to
     /// [`add_request_bytes`](Self::add_request_bytes) and
     /// [`add_response_bytes`](Self::add_response_bytes).
-    pub(crate) fn record_passthrough(&self, end: PassthroughEnd) {
-        add(&self.0.passthrough[end.index()], 1);
+    pub(crate) fn record_tls_route(&self, end: TlsRouteEnd) {
+        add(&self.0.tls_route[end.index()], 1);
     }
 
     fn snapshot(&self) -> RouteSnapshot {
@@ -256,7 +256,7 @@ impl RouteStats {
             backend_failures: cells.backend_failures.each_ref().map(Cell::get),
             request_bytes: cells.request_bytes.get(),
             response_bytes: cells.response_bytes.get(),
-            passthrough: cells.passthrough.each_ref().map(Cell::get),
+            tls_route: cells.tls_route.each_ref().map(Cell::get),
         }
     }
 }

@@ -8,8 +8,9 @@
 //!   metric label and a gRPC status;
 //! - `fields`: the header rules of a proxy hop (routing host, hop-by-hop fields,
 //!   upgrades, forwarding fields);
-//! - `passthrough`: where a TLS connection goes by the name in its ClientHello
-//!   (terminated here, spliced to a TLSRoute's backend, or refused);
+//! - `tls`: where a TLS connection goes by the name in its ClientHello
+//!   (HTTP here, its stream to a TLSRoute's backend with or without TLS, or
+//!   refused);
 //! - `connection`: the facts about a request's connection.
 //!
 //! Nothing here touches a socket, a timer or the worker's state: every function
@@ -20,13 +21,13 @@ mod attempts;
 mod connection;
 mod failure;
 pub(crate) mod fields;
-mod passthrough;
 mod plan;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub(crate) use attempts::{AttemptEnd, Attempts, attempt_limit, pick_endpoint};
 pub(crate) use connection::{ConnectionInfo, Transport};
 pub(crate) use failure::{BackendFailure, grpc_local_answer};
-pub(crate) use passthrough::{Splice, TlsPlan, plan_tls};
 pub(crate) use plan::{Forward, LocalAnswer, Plan, Planned, UpstreamHead, plan};
+pub(crate) use tls::{TlsForward, TlsPlan, plan_tls};

@@ -69,18 +69,54 @@ pub struct ListenerConfig {
     /// owns; absent means every hostname.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
-    /// Certificates of an `HTTPS` listener.
+    /// Certificates of an `HTTPS` listener or a `TLS` listener that terminates, and
+    /// a `TLS` listener's mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ListenerTlsConfig>,
 }
 
-/// TLS settings of an `HTTPS` listener: the certificates it serves, picked by SNI.
+impl ListenerConfig {
+    /// Whether TLS is terminated here: `HTTPS`, or `TLS` in mode `Terminate`.
+    pub fn terminates_tls(&self) -> bool {
+        match self.protocol {
+            ListenerProtocol::Http => false,
+            ListenerProtocol::Https => true,
+            ListenerProtocol::Tls => self
+                .tls
+                .as_ref()
+                .is_some_and(|tls| tls.mode == TlsMode::Terminate),
+        }
+    }
+}
+
+/// TLS settings of a listener: the certificates it serves (picked by SNI) and, on a
+/// `TLS` listener, whether it passes TLS through or terminates it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListenerTlsConfig {
     /// `kubernetes.io/tls` Secrets holding certificate chain and key.
     #[serde(default)]
     pub certificate_refs: Vec<CertificateRef>,
+    /// A `TLS` listener's mode (`Passthrough` when absent); `HTTPS` listeners always
+    /// terminate.
+    #[serde(default, skip_serializing_if = "TlsMode::is_passthrough")]
+    pub mode: TlsMode,
+}
+
+/// What a `TLS` listener does with a connection's TLS (Gateway API `tls.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum TlsMode {
+    /// The TLS stream goes to the backend untouched, routed by its SNI.
+    #[default]
+    Passthrough,
+    /// TLS is terminated here and the decrypted stream goes to the backend.
+    Terminate,
+}
+
+impl TlsMode {
+    fn is_passthrough(&self) -> bool {
+        *self == Self::Passthrough
+    }
 }
 
 /// A reference to a `kubernetes.io/tls` Secret.

@@ -81,6 +81,8 @@ pub struct ListenerInfo {
     pub port: u16,
     /// Protocol.
     pub protocol: ListenerProtocol,
+    /// Whether TLS is terminated here (`HTTPS`, or `TLS` in mode `Terminate`).
+    pub terminates_tls: bool,
 }
 
 /// The parts of a request that routing reads. Build one per request; it borrows.

@@ -38,7 +38,7 @@ use super::sniff::{self, HttpVersion};
 use crate::metrics::{OpenConnection, Refusal};
 use crate::pipeline::{ConnectionInfo, TlsPlan, Transport, plan_tls};
 use crate::snapshot::Accept;
-use crate::worker::exchange::Worker;
+use crate::worker::exchange::{RouteStream, Worker};
 use crate::worker::io::{Io, OverTcp, Prefixed};
 use crate::worker::runtime::LocalExec;
 use crate::worker::runtime::drain::DrainWatch;
@@ -96,8 +96,9 @@ async fn serve(
     }
 }
 
-/// Reads the ClientHello of a connection to a passthrough address and serves the
-/// connection as the name in it says.
+/// Reads the ClientHello of a connection to an address with `TLS` listeners and
+/// serves the connection as the name in it says: HTTPS, or a TLSRoute's stream
+/// (passed through, or terminated here first), or a reset.
 async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: Rc<ConnectionInfo>) {
     let read = {
         let mut drain = worker.drain().watch();
@@ -117,23 +118,44 @@ async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: R
     };
     let server_name = hello.server_name.as_deref();
     let random = worker.next_random();
-    match plan_tls(&snapshot.table, info.local, info.bound, server_name, random) {
-        TlsPlan::Terminate => {
+    let plan = plan_tls(&snapshot.table, info.local, info.bound, server_name, random);
+    let forward = match plan {
+        TlsPlan::Http => {
             let Some(config) = snapshot.tls.server_config(info.bound).cloned() else {
                 return reset(&worker, &stream, Refusal::TlsUnrouted);
             };
             drop(snapshot);
-            serve_tls(worker, Prefixed::new(prefix, stream), info, config).await;
+            return serve_tls(worker, Prefixed::new(prefix, stream), info, config).await;
         }
-        TlsPlan::Splice(splice) => {
-            let route = snapshot.route_label(splice.route);
-            drop(snapshot);
-            worker
-                .pass_through(stream, prefix, &info, server_name, route, splice)
-                .await;
-        }
-        TlsPlan::Refuse(_) => reset(&worker, &stream, Refusal::TlsUnrouted),
+        TlsPlan::Refuse(_) => return reset(&worker, &stream, Refusal::TlsUnrouted),
+        TlsPlan::Forward(forward) => forward,
+    };
+    let route = snapshot.route_label(forward.route);
+    if !forward.terminate {
+        drop(snapshot);
+        let stream = RouteStream {
+            client: stream,
+            first: &prefix,
+            server_name,
+            route,
+        };
+        return worker.forward_tls_stream(stream, &info, forward).await;
     }
+    let Some(config) = snapshot.tls.stream_config(info.bound).cloned() else {
+        return reset(&worker, &stream, Refusal::TlsUnrouted);
+    };
+    drop(snapshot);
+    let accept = TlsAcceptor::from(config).accept(Prefixed::new(prefix, stream));
+    let Ok(Ok(client)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
+        return;
+    };
+    let stream = RouteStream {
+        client,
+        first: &[],
+        server_name,
+        route,
+    };
+    worker.forward_tls_stream(stream, &info, forward).await;
 }
 
 /// Counts `why` and has the connection reset when it is dropped.

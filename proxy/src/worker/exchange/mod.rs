@@ -37,9 +37,9 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 mod outgoing;
-mod passthrough;
 pub(crate) mod record;
 mod splice;
+mod tls_route;
 
 use crate::access_log::AccessLog;
 use crate::metrics::{Refusal, WorkerStats};
@@ -59,6 +59,7 @@ use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
 use outgoing::{build_request, upgrade_request};
 use record::{Record, RecordedBody, Sink};
 use splice::{SpliceEnd, splice};
+pub(crate) use tls_route::RouteStream;
 
 body_enum! {
     /// Body of every answer.

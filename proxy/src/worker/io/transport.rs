@@ -76,6 +76,13 @@ impl OverTcp for Prefixed<TcpStream> {
     }
 }
 
+/// A TLS session terminated here.
+impl<T: OverTcp> OverTcp for tokio_rustls::server::TlsStream<T> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0.tcp()
+    }
+}
+
 impl<T: OverTcp> Io for tokio_rustls::server::TlsStream<T> {
     /// Corks the socket first: the records written from here on (the last response,
     /// then the `close_notify` of the shutdown) wait for the FIN and leave with it.

@@ -191,6 +191,7 @@ impl<'c> Builder<'c> {
                 address: listener.address,
                 port: listener.port,
                 protocol: listener.protocol,
+                terminates_tls: listener.terminates_tls(),
             });
             self.table.listeners.push(ListenerTable::default());
             self.http_hosts.push(HostIndex::default());

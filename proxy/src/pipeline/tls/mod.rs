@@ -4,10 +4,12 @@
 //! the listener without a hostname), and the listener picks what happens:
 //!
 //! - an `HTTPS` listener: TLS is terminated here and HTTP served, as on an address
-//!   without passthrough (Gateway API `TLSRouteModeMixed`: both share port 443);
+//!   without passthrough;
 //! - a `TLS` listener: its TLSRoute for the name chooses a weighted backend and one
-//!   of its endpoints, and the connection's bytes (the ClientHello first) are spliced
-//!   to it untouched;
+//!   of its endpoints; in mode `Passthrough` the connection's bytes (the ClientHello
+//!   first) are spliced to it untouched, in mode `Terminate` TLS is terminated here
+//!   and the decrypted stream spliced (Gateway API `TLSRouteModeMixed`: all of
+//!   them may share one port);
 //! - no listener or no route: the connection is refused (reset). A client that sent
 //!   no name is routed as the empty name, which only a listener and a route without
 //!   hostnames match.
@@ -24,20 +26,24 @@ use super::failure::BackendFailure;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TlsPlan {
     /// An `HTTPS` listener owns the name: terminate TLS and serve HTTP.
-    Terminate,
-    /// A TLSRoute owns the name: splice the connection to a backend endpoint.
-    Splice(Splice),
+    Http,
+    /// A TLSRoute owns the name: splice the connection's stream to a backend
+    /// endpoint.
+    Forward(TlsForward),
     /// Nothing here serves the name.
     Refuse(TlsRefusal),
 }
 
-/// A passthrough connection's route and where it goes.
+/// A TLSRoute connection's route and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Splice {
+pub(crate) struct TlsForward {
     /// The TLSRoute that matched.
     pub(crate) route: RouteId,
     /// The chosen endpoint, or why the route's backend offers none.
     pub(crate) endpoint: Result<SocketAddr, BackendFailure>,
+    /// TLS is terminated here first (a `TLS` listener in mode `Terminate`); else
+    /// the TLS bytes pass through.
+    pub(crate) terminate: bool,
 }
 
 /// Why a TLS connection is refused before any byte reaches a backend.
@@ -63,10 +69,13 @@ pub(crate) fn plan_tls(
     let Some(listener) = table.listener(local.port(), local_ip, name) else {
         return TlsPlan::Refuse(TlsRefusal::NoListener);
     };
-    match table.listener_info(listener).map(|info| info.protocol) {
-        Some(ListenerProtocol::Https) => return TlsPlan::Terminate,
-        Some(ListenerProtocol::Tls) => {}
-        Some(ListenerProtocol::Http) | None => return TlsPlan::Refuse(TlsRefusal::NoListener),
+    let Some(info) = table.listener_info(listener) else {
+        return TlsPlan::Refuse(TlsRefusal::NoListener);
+    };
+    match info.protocol {
+        ListenerProtocol::Https => return TlsPlan::Http,
+        ListenerProtocol::Tls => {}
+        ListenerProtocol::Http => return TlsPlan::Refuse(TlsRefusal::NoListener),
     }
     let Some(found) = table.route_tls(local.port(), local_ip, name) else {
         return TlsPlan::Refuse(TlsRefusal::NoRoute);
@@ -76,9 +85,10 @@ pub(crate) fn plan_tls(
         Some(backend) => pick_endpoint(backend, random.rotate_left(32)),
         None => Err(BackendFailure::InvalidBackend),
     };
-    TlsPlan::Splice(Splice {
+    TlsPlan::Forward(TlsForward {
         route: found.route,
         endpoint,
+        terminate: info.terminates_tls,
     })
 }
 

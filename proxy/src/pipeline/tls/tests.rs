@@ -8,8 +8,9 @@ use culvert_router::{RouteTable, RouteTableBuilder};
 use super::{TlsPlan, TlsRefusal, plan_tls};
 use crate::pipeline::BackendFailure;
 
-/// Port 443 shared by an `HTTPS` listener for `www.example` and a passthrough
-/// listener for `*.example` with an exact and a wildcard route; port 8443 a
+/// Port 443 shared by an `HTTPS` listener for `www.example`, a terminating `TLS`
+/// listener for `mqtt.example` and a passthrough listener for `*.example` with an
+/// exact and a wildcard route; port 8443 a
 /// passthrough listener without a hostname whose only route has none either; port
 /// 9443 routes whose backends cannot be used.
 fn table() -> RouteTable {
@@ -19,10 +20,15 @@ fn table() -> RouteTable {
             {"name": "web", "port": 443, "protocol": "HTTPS", "hostname": "www.example",
              "tls": {"certificateRefs": [{"namespace": "ns", "name": "www"}]}},
             {"name": "pass", "port": 443, "protocol": "TLS", "hostname": "*.example"},
+            {"name": "stream", "port": 443, "protocol": "TLS", "hostname": "mqtt.example",
+             "tls": {"mode": "Terminate",
+                     "certificateRefs": [{"namespace": "ns", "name": "mqtt"}]}},
             {"name": "any", "port": 8443, "protocol": "TLS"},
             {"name": "broken", "port": 9443, "protocol": "TLS"}
         ],
         "tlsRoutes": [
+            {"namespace": "ns", "name": "mqtt", "listeners": ["stream"],
+             "backends": [{"name": "broker", "endpoints": ["10.0.0.9:1883"]}]},
             {"namespace": "ns", "name": "db", "listeners": ["pass"],
              "hostnames": ["db.example"],
              "backends": [{"name": "db", "endpoints": ["10.0.0.1:5432"]}]},
@@ -46,22 +52,30 @@ fn table() -> RouteTable {
 /// What a plan comes to, with the route named.
 #[derive(Debug, PartialEq, Eq)]
 enum Expected {
-    Terminate,
-    Splice(String, Result<String, BackendFailure>),
+    Http,
+    /// Route, endpoint, whether TLS is terminated here.
+    Forward(String, Result<String, BackendFailure>, bool),
     Refuse(TlsRefusal),
 }
 
+/// Passed through to `route`'s `endpoint`.
 fn splice(route: &str, endpoint: Result<&str, BackendFailure>) -> Expected {
-    Expected::Splice(route.to_owned(), endpoint.map(str::to_owned))
+    Expected::Forward(route.to_owned(), endpoint.map(str::to_owned), false)
+}
+
+/// Terminated here, the stream to `route`'s `endpoint`.
+fn terminated(route: &str, endpoint: &str) -> Expected {
+    Expected::Forward(route.to_owned(), Ok(endpoint.to_owned()), true)
 }
 
 fn observed(table: &RouteTable, plan: TlsPlan) -> Expected {
     match plan {
-        TlsPlan::Terminate => Expected::Terminate,
+        TlsPlan::Http => Expected::Http,
         TlsPlan::Refuse(why) => Expected::Refuse(why),
-        TlsPlan::Splice(splice) => Expected::Splice(
-            table.route_info(splice.route).unwrap().name.to_string(),
-            splice.endpoint.map(|addr| addr.to_string()),
+        TlsPlan::Forward(forward) => Expected::Forward(
+            table.route_info(forward.route).unwrap().name.to_string(),
+            forward.endpoint.map(|addr| addr.to_string()),
+            forward.terminate,
         ),
     }
 }
@@ -71,8 +85,14 @@ fn connections_go_where_their_server_name_says() {
     let table = table();
     let cases: &[(u16, Option<&str>, Expected)] = &[
         // The terminating listener's own name on the shared port.
-        (443, Some("www.example"), Expected::Terminate),
-        (443, Some("WWW.Example"), Expected::Terminate),
+        (443, Some("www.example"), Expected::Http),
+        (443, Some("WWW.Example"), Expected::Http),
+        // The terminating TLS listener's name: its stream to the route's backend.
+        (
+            443,
+            Some("mqtt.example"),
+            terminated("mqtt", "10.0.0.9:1883"),
+        ),
         // Exact, then wildcard routes of the passthrough listener.
         (443, Some("db.example"), splice("db", Ok("10.0.0.1:5432"))),
         (
@@ -152,7 +172,8 @@ fn weighted_backends_share_passthrough_connections() {
         random ^= random << 13;
         random ^= random >> 7;
         random ^= random << 17;
-        let TlsPlan::Splice(splice) = plan_tls(&table, local, local, Some("x.test"), random) else {
+        let TlsPlan::Forward(splice) = plan_tls(&table, local, local, Some("x.test"), random)
+        else {
             panic!("not spliced");
         };
         *seen
