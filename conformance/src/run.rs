@@ -24,6 +24,8 @@ pub const CONTROLLER_NAME: &str = "gateway-conformance.example/controller";
 pub const CLAIMED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayAddressEmpty",
+    "GatewayFrontendClientCertificateValidation",
+    "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayHTTPListenerIsolation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",
     "GatewayPort8080",
@@ -121,9 +123,15 @@ fn check_count(file: &VectorFile) -> usize {
 /// ([`StaticJudge`]) or a live harness on real sockets.
 pub trait ExchangeJudge {
     /// Takes in the state every following exchange runs against (the initial
-    /// resources, then each step's): the translation and who owns which endpoint.
-    /// Returns problems worth reporting (a refused config), one line each.
-    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String>;
+    /// resources, then each step's): the objects as they settled, the translation
+    /// and who owns which endpoint. Returns problems worth reporting (a refused
+    /// config), one line each.
+    fn converge(
+        &mut self,
+        store: &Store,
+        translation: &Translation,
+        owners: &EndpointOwners,
+    ) -> Vec<String>;
     /// Judges one exchange against the last converged state.
     fn judge(&mut self, exchange: &Exchange) -> Verdict;
 }
@@ -168,7 +176,12 @@ pub struct StaticJudge {
 }
 
 impl ExchangeJudge for StaticJudge {
-    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String> {
+    fn converge(
+        &mut self,
+        _: &Store,
+        translation: &Translation,
+        owners: &EndpointOwners,
+    ) -> Vec<String> {
         let tables = Tables::new(translation.clone());
         let refused = tables
             .refused()
@@ -348,7 +361,7 @@ fn judge_state(
             return;
         }
     };
-    for problem in exchanges.converge(&translation, &owners) {
+    for problem in exchanges.converge(&store, &translation, &owners) {
         report.details.push(format!("  {label}{problem}"));
     }
     let mut record = |what: String, verdict: Verdict| match verdict {

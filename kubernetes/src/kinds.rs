@@ -67,8 +67,10 @@ const fn with_status(mut watched: WatchedKind) -> WatchedKind {
 }
 
 /// Every kind translation reads, at the versions Gateway API v1.5 and v1.6 both
-/// serve (`v1` throughout the Gateway API group). ConfigMaps are not watched (translation reads none), and Secrets only of type
-/// `kubernetes.io/tls`, the only type a listener's `certificateRefs` may name.
+/// serve (`v1` throughout the Gateway API group). ConfigMaps hold the CA bundles
+/// of client certificate validation (Gateway `spec.tls.frontend`); Secrets are
+/// watched only of type `kubernetes.io/tls`, the only type a listener's
+/// `certificateRefs` may name.
 pub const WATCHED: &[WatchedKind] = &[
     with_status(kind(GATEWAY_API, "v1", "GatewayClass", "gatewayclasses")),
     with_status(kind(GATEWAY_API, "v1", "Gateway", "gateways")),
@@ -78,6 +80,7 @@ pub const WATCHED: &[WatchedKind] = &[
     kind(GATEWAY_API, "v1", "ReferenceGrant", "referencegrants"),
     kind("", "v1", "Namespace", "namespaces"),
     kind("", "v1", "Service", "services"),
+    kind("", "v1", "ConfigMap", "configmaps"),
     kind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     WatchedKind {
         field_selector: Some("type=kubernetes.io/tls"),

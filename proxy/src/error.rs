@@ -112,6 +112,14 @@ pub enum TlsError {
         /// The certificate's name.
         name: String,
     },
+    /// A listener's client certificate validation cannot be set up.
+    #[error("listener {listener:?}: client certificate validation: {reason}")]
+    ClientValidation {
+        /// The listener's name.
+        listener: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The config API's own certificate did not load.
     #[error("control certificate did not load")]
     ControlCertificate,

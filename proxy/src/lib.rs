@@ -49,7 +49,7 @@ pub use panics::install_panic_hook;
 pub use server::{ServeConfig, Server};
 pub use snapshot::{Snapshot, SnapshotCell};
 pub use source::{ManifestSource, SourceError};
-pub use tls::{CertificateStore, TlsSettings};
+pub use tls::{CertificateStore, ClientAuth, ClientIdentity, Termination, TlsSettings};
 
 /// The one TLS crypto provider Culvert uses, everywhere: aws-lc-rs.
 pub fn crypto_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {

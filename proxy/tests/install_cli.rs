@@ -203,7 +203,11 @@ fn rbac_grants_exactly_the_verbs_the_kubernetes_source_uses() {
             ],
             &["patch"],
         ),
-        ("", &["namespaces", "services", "secrets"], read),
+        (
+            "",
+            &["namespaces", "services", "configmaps", "secrets"],
+            read,
+        ),
         ("discovery.k8s.io", &["endpointslices"], read),
         (
             "culvert.dev",

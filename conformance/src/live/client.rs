@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use culvert_bench::tls::trusting_client_config;
+use culvert_bench::tls::{AcceptAnyCertificate, trusting_client_config};
 use http::{HeaderMap, Request, Version};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::pki_types::ServerName;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -35,6 +36,8 @@ pub(super) struct Target {
     pub(super) addr: SocketAddr,
     /// `Some(sni)` for TLS.
     pub(super) tls: Option<String>,
+    /// The client certificate to show, `(chain PEM, key PEM)`.
+    pub(super) client_certificate: Option<(String, String)>,
     pub(super) wire: Wire,
 }
 
@@ -70,7 +73,8 @@ pub(super) async fn exchange(
             };
             let name =
                 ServerName::try_from(sni.clone()).map_err(|err| format!("SNI {sni:?}: {err}"))?;
-            let tls = tokio_rustls::TlsConnector::from(client_config(alpn)?)
+            let config = client_config(alpn, target.client_certificate.as_ref())?;
+            let tls = tokio_rustls::TlsConnector::from(config)
                 .connect(name, tcp)
                 .await
                 .map_err(|err| format!("TLS handshake: {err}"))?;
@@ -253,7 +257,7 @@ pub(super) async fn tls_echo(addr: SocketAddr, sni: &str) -> Result<TlsEcho, Str
         .await
         .map_err(|err| format!("connecting to {addr}: {err}"))?;
     let name = ServerName::try_from(sni.to_owned()).map_err(|err| format!("SNI {sni:?}: {err}"))?;
-    let mut tls = tokio_rustls::TlsConnector::from(client_config(&[])?)
+    let mut tls = tokio_rustls::TlsConnector::from(client_config(&[], None)?)
         .connect(name, tcp)
         .await
         .map_err(|err| format!("TLS handshake: {err}"))?;
@@ -284,6 +288,29 @@ pub(super) async fn tls_echo(addr: SocketAddr, sni: &str) -> Result<TlsEcho, Str
     })
 }
 
-pub(crate) fn client_config(alpn: &[&[u8]]) -> Result<Arc<rustls::ClientConfig>, String> {
-    trusting_client_config(culvert_proxy::crypto_provider(), alpn).map_err(|err| err.to_string())
+/// A client config that takes any server certificate, offers `alpn`, and shows
+/// `certificate` (`(chain PEM, key PEM)`) when the server asks for one.
+pub(crate) fn client_config(
+    alpn: &[&[u8]],
+    certificate: Option<&(String, String)>,
+) -> Result<Arc<rustls::ClientConfig>, String> {
+    let Some((chain, key)) = certificate else {
+        return trusting_client_config(culvert_proxy::crypto_provider(), alpn)
+            .map_err(|err| err.to_string());
+    };
+    let provider = culvert_proxy::crypto_provider();
+    let chain = CertificateDer::pem_slice_iter(chain.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("client certificate: {err}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
+        .map_err(|err| format!("client key: {err}"))?;
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate::new(provider)))
+        .with_client_auth_cert(chain, key)
+        .map_err(|err| err.to_string())?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
 }

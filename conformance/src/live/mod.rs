@@ -11,8 +11,9 @@
 //! `grpc-status` that came back. TLSRoute exchanges (`scheme: tls`) open TLS with
 //! the vector's SNI to TCP echo backends and are judged by their greeting (which
 //! Service, whether it terminated TLS, the SNI it saw) and a line echoed through a
-//! half-close. Exchanges that need what is not built yet are skipped with the
-//! reason: client certificates and TLS to backends.
+//! half-close. A request's `clientCertificate` is shown from the TLS Secret it
+//! names. Exchanges that need what is not built yet are skipped with the reason:
+//! TLS to backends.
 //!
 //! Gateways listen on their own loopback addresses (`127.0.N.1`) at the vectors'
 //! ports, except that a privileged one (below 1024: 80, 443, ...) is moved up by
@@ -36,7 +37,9 @@ use crate::observe::{Observed, check, check_distribution, check_mirrors};
 use crate::prepare::EndpointOwners;
 use crate::run::{ExchangeJudge, Tally, run_dir_with};
 use crate::vector::{Exchange, RequestSpec};
+use base64::Engine as _;
 use bytes::Bytes;
+use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::Translation;
 use culvert_router::outcome::{grpc_status, grpc_status_for_http};
 use http::{HeaderName, HeaderValue, Request, Version};
@@ -112,7 +115,7 @@ pub fn run_dir_live(dir: &Path) -> Result<(String, Tally), String> {
 struct Broken(String);
 
 impl ExchangeJudge for Broken {
-    fn converge(&mut self, _: &Translation, _: &EndpointOwners) -> Vec<String> {
+    fn converge(&mut self, _: &Store, _: &Translation, _: &EndpointOwners) -> Vec<String> {
         Vec::new()
     }
 
@@ -132,6 +135,9 @@ pub struct LiveJudge {
     /// Why the current state could not be served, if it could not.
     problem: Option<String>,
     tags: u64,
+    /// `(chain PEM, key PEM)` of every TLS Secret, by `namespace/name`: what a
+    /// request's `clientCertificate` names.
+    client_certificates: BTreeMap<String, (String, String)>,
 }
 
 impl LiveJudge {
@@ -149,6 +155,7 @@ impl LiveJudge {
             addresses: BTreeMap::new(),
             problem: None,
             tags: 0,
+            client_certificates: BTreeMap::new(),
         })
     }
 
@@ -182,6 +189,7 @@ impl LiveJudge {
                 let target = Target {
                     addr: control,
                     tls: None,
+                    client_certificate: None,
                     wire: Wire::Http1,
                 };
                 let answer = self.runtime.block_on(exchange(&target, request, None))?;
@@ -214,10 +222,16 @@ impl LiveJudge {
         if spec.scheme == "tls" {
             return self.observe_tls(spec, ip);
         }
-        let (target, request) = match build(spec, ip, tag) {
+        let (mut target, request) = match build(spec, ip, tag) {
             Ok(built) => built,
             Err(why) => return failed(why),
         };
+        if let Some(name) = &spec.client_certificate {
+            match self.client_certificates.get(name) {
+                Some(pair) => target.client_certificate = Some(pair.clone()),
+                None => return failed(format!("no TLS Secret {name} for the client certificate")),
+            }
+        }
         let before = self.fleet.counts();
         let sent = self.runtime.block_on(async {
             tokio::time::timeout(
@@ -288,7 +302,13 @@ impl LiveJudge {
 }
 
 impl ExchangeJudge for LiveJudge {
-    fn converge(&mut self, translation: &Translation, owners: &EndpointOwners) -> Vec<String> {
+    fn converge(
+        &mut self,
+        store: &Store,
+        translation: &Translation,
+        owners: &EndpointOwners,
+    ) -> Vec<String> {
+        self.client_certificates = client_certificates(store);
         self.addresses = translation
             .gateways
             .iter()
@@ -347,6 +367,26 @@ impl ExchangeJudge for LiveJudge {
     }
 }
 
+/// The certificate chain and key of every TLS Secret in `store`, by
+/// `namespace/name`.
+fn client_certificates(store: &Store) -> BTreeMap<String, (String, String)> {
+    let text = |secret: &culvert_control_lite::model::Secret, key: &str| {
+        let encoded = secret.data.get(key)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .ok()?;
+        String::from_utf8(bytes).ok()
+    };
+    store
+        .secrets
+        .iter()
+        .filter_map(|((namespace, name), secret)| {
+            let pair = (text(secret, "tls.crt")?, text(secret, "tls.key")?);
+            Some((format!("{namespace}/{name}"), pair))
+        })
+        .collect()
+}
+
 /// The tag of the `n`-th request of this process.
 fn tag(n: u64) -> String {
     format!("{}-{n}", std::process::id())
@@ -362,9 +402,7 @@ fn uuid(tag: &str) -> String {
 fn unsupported(exchange: &Exchange) -> Option<&'static str> {
     let request = &exchange.request;
     let expect = &exchange.expect;
-    if request.client_certificate.is_some() {
-        Some("client certificates are not supported")
-    } else if request.scheme != "tls"
+    if request.scheme != "tls"
         && (expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some())
     {
         Some("TLS to backends is not supported")
@@ -458,6 +496,7 @@ fn build(
     let target = Target {
         addr: SocketAddr::new(ip, listen_port(spec.port)),
         tls: sni,
+        client_certificate: None,
         wire,
     };
     Ok((target, request))

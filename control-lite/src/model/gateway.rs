@@ -66,10 +66,10 @@ pub struct GatewaySpec {
     /// Labels, annotations and parameters for the infrastructure the Gateway gets.
     #[serde(default)]
     pub infrastructure: Option<Infrastructure>,
-    /// Gateway-wide TLS settings (frontend client validation, backend client
-    /// certificate). Kept raw: Culvert reports what it cannot honour.
+    /// Gateway-wide TLS settings: client certificate validation per port, the
+    /// client certificate shown to backends.
     #[serde(default)]
-    pub tls: Option<serde_json::Value>,
+    pub tls: Option<GatewayTls>,
     /// Fields this version of Culvert does not know; reported, never ignored.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, serde_json::Value>,
@@ -168,6 +168,66 @@ pub struct GatewayAddress {
     /// The address; may be absent in a request ("any address of this type").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+}
+
+/// `Gateway.spec.tls`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayTls {
+    /// How clients' certificates are validated.
+    #[serde(default)]
+    pub frontend: Option<FrontendTls>,
+    /// The client certificate the Gateway shows backends. Kept raw: Culvert reports
+    /// that it does not honour it.
+    #[serde(default)]
+    pub backend: Option<serde_json::Value>,
+    /// Fields this version of Culvert does not know; reported, never ignored.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, serde_json::Value>,
+}
+
+/// `Gateway.spec.tls.frontend`: a default for every port, and per-port settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendTls {
+    /// Settings of every port without its own.
+    #[serde(default)]
+    pub default: Option<FrontendTlsConfig>,
+    /// Settings of single ports.
+    #[serde(default)]
+    pub per_port: Vec<PerPortTls>,
+}
+
+/// One port's frontend TLS settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PerPortTls {
+    /// The port.
+    pub port: i64,
+    /// Its settings.
+    #[serde(default)]
+    pub tls: FrontendTlsConfig,
+}
+
+/// Frontend TLS settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendTlsConfig {
+    /// Client certificate validation; none when absent.
+    #[serde(default)]
+    pub validation: Option<FrontendValidation>,
+}
+
+/// `FrontendTLSValidation`: the CAs client certificates must chain to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendValidation {
+    /// ConfigMaps (key `ca.crt`) holding PEM CA certificates.
+    #[serde(default)]
+    pub ca_certificate_refs: Vec<SecretObjectReference>,
+    /// `AllowValidOnly` (default) or `AllowInsecureFallback`.
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 /// `Gateway.spec.infrastructure`.

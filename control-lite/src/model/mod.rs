@@ -18,10 +18,10 @@ pub use culvert::{
     GatewayConfigSpec, TunnelConfig,
 };
 pub use gateway::{
-    AllowedRoutes, Gateway, GatewayAddress, GatewayClass, GatewayClassSpec, GatewayClassStatus,
-    GatewaySpec, GatewayStatus, Infrastructure, Listener, ListenerStatus, ListenerTls,
-    LocalParametersReference, ParametersReference, RouteGroupKind, RouteNamespaces,
-    SecretObjectReference,
+    AllowedRoutes, FrontendTls, FrontendTlsConfig, FrontendValidation, Gateway, GatewayAddress,
+    GatewayClass, GatewayClassSpec, GatewayClassStatus, GatewaySpec, GatewayStatus, GatewayTls,
+    Infrastructure, Listener, ListenerStatus, ListenerTls, LocalParametersReference,
+    ParametersReference, PerPortTls, RouteGroupKind, RouteNamespaces, SecretObjectReference,
 };
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{

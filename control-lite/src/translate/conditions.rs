@@ -13,6 +13,9 @@ pub(crate) const RESOLVED_REFS: &str = "ResolvedRefs";
 pub(crate) const CONFLICTED: &str = "Conflicted";
 /// `SupportedVersion`.
 pub(crate) const SUPPORTED_VERSION: &str = "SupportedVersion";
+/// `InsecureFrontendValidationMode`: a Gateway port lets clients without a valid
+/// certificate through.
+pub(crate) const INSECURE_FRONTEND_VALIDATION_MODE: &str = "InsecureFrontendValidationMode";
 
 /// Reasons used by translation.
 pub(crate) mod reason {
@@ -31,6 +34,10 @@ pub(crate) mod reason {
     pub(crate) const HOSTNAME_CONFLICT: &str = "HostnameConflict";
     pub(crate) const UNSUPPORTED_VALUE: &str = "UnsupportedValue";
     pub(crate) const INVALID_CERTIFICATE_REF: &str = "InvalidCertificateRef";
+    pub(crate) const INVALID_CA_CERTIFICATE_REF: &str = "InvalidCACertificateRef";
+    pub(crate) const INVALID_CA_CERTIFICATE_KIND: &str = "InvalidCACertificateKind";
+    pub(crate) const NO_VALID_CA_CERTIFICATE: &str = "NoValidCACertificate";
+    pub(crate) const CONFIGURATION_CHANGED: &str = "ConfigurationChanged";
     pub(crate) const INVALID_ROUTE_KINDS: &str = "InvalidRouteKinds";
     pub(crate) const REF_NOT_PERMITTED: &str = "RefNotPermitted";
     pub(crate) const NOT_ALLOWED_BY_LISTENERS: &str = "NotAllowedByListeners";

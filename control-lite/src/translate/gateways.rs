@@ -1,6 +1,7 @@
 //! GatewayClasses and Gateways: which belong to Culvert, their parameters, addresses
 //! and listeners, and which data plane serves each.
 
+use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::listeners::{self, ListenerState, Transport};
 use super::{AddressError, DataPlaneId, Options};
@@ -72,6 +73,9 @@ pub(crate) struct GatewayState {
     /// The address its listeners bind, when the address is an IP.
     pub(crate) local_ip: Option<IpAddr>,
     pub(crate) listeners: Vec<ListenerState>,
+    /// A port lets clients without a valid certificate through
+    /// (`InsecureFrontendValidationMode`).
+    pub(crate) insecure_frontend_validation: bool,
     /// `None` when the Gateway is not accepted and so not served.
     pub(crate) plane: Option<DataPlaneId>,
 }
@@ -169,11 +173,18 @@ fn gateway_state(
             );
         }
     }
-    if gateway.spec.tls.is_some() && accepted.status {
-        accepted = Verdict::no(
-            reason::UNSUPPORTED_VALUE,
-            "spec.tls (client certificate validation) is not supported yet",
-        );
+    if let Some(tls) = &gateway.spec.tls {
+        let unsupported = if tls.backend.is_some() {
+            Some("spec.tls.backend (a client certificate for backends) is not supported".to_owned())
+        } else {
+            tls.unknown
+                .keys()
+                .next()
+                .map(|field| format!("spec.tls.{field} is not supported"))
+        };
+        if let (Some(why), true) = (unsupported, accepted.status) {
+            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+        }
     }
     if let Some(field) = gateway.spec.unknown.keys().next() {
         if accepted.status {
@@ -218,6 +229,7 @@ fn gateway_state(
         address_problem,
         local_ip,
         listeners: listeners::validate(gateway, store),
+        insecure_frontend_validation: client_validation::insecure_fallback(gateway),
         plane,
     }
 }

@@ -2,12 +2,13 @@
 //! Gateway, allowed route kinds and namespaces, and certificate references.
 
 use super::certificates::check_tls_secret;
+use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::references::{Side, permitted};
 use crate::model::GATEWAY_GROUP;
 use crate::model::{Gateway, LabelSelector, Listener, RouteGroupKind};
 use crate::store::Store;
-use culvert_router::config::CertificateRef;
+use culvert_router::config::{CertificateRef, ClientValidationConfig};
 use culvert_router::host::HostPattern;
 
 /// What a listener speaks, as far as Culvert is concerned.
@@ -90,6 +91,8 @@ pub(crate) struct ListenerState {
     pub(crate) conflicted: Verdict,
     pub(crate) resolved_refs: Verdict,
     pub(crate) certificates: Vec<CertificateRef>,
+    /// Client certificate validation (Gateway `spec.tls.frontend`), if asked for.
+    pub(crate) client_validation: Option<ClientValidationConfig>,
     pub(crate) attached_routes: i32,
 }
 
@@ -108,6 +111,14 @@ impl ListenerState {
     /// Whether routes may attach and the data plane serves this listener.
     pub(crate) fn usable(&self) -> bool {
         self.accepted.status
+    }
+
+    /// Whether the data plane gets this listener: accepted, and when it terminates
+    /// TLS, with a certificate to terminate with (an `HTTPS` listener whose
+    /// certificates did not resolve stays accepted but not programmed; sending it
+    /// would make the data plane refuse the whole config).
+    pub(crate) fn served(&self) -> bool {
+        self.usable() && (!self.transport.terminates() || !self.certificates.is_empty())
     }
 
     /// The `Programmed` verdict.
@@ -154,13 +165,18 @@ pub(crate) fn validate(gateway: &Gateway, store: &Store) -> Vec<ListenerState> {
         .spec
         .listeners
         .iter()
-        .map(|l| validate_one(l, namespace, store))
+        .map(|l| validate_one(gateway, l, namespace, store))
         .collect();
     mark_conflicts(&mut states);
     states
 }
 
-fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> ListenerState {
+fn validate_one(
+    gateway: &Gateway,
+    listener: &Listener,
+    namespace: &str,
+    store: &Store,
+) -> ListenerState {
     let transport = Transport::of(listener);
     let mut accepted = Verdict::yes(reason::ACCEPTED);
     let mut resolved_refs = Verdict::yes(reason::RESOLVED_REFS);
@@ -197,10 +213,23 @@ fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> Listener
         );
     }
     let mut certificates = Vec::new();
-    if transport.terminates() {
+    let mut client_validation = None;
+    if let (true, Some(port)) = (transport.terminates(), port) {
         match resolve_certificates(listener, namespace, store) {
             Ok(refs) => certificates = refs,
             Err(verdict) => resolved_refs = verdict,
+        }
+        let validation = client_validation::for_listener(gateway, listener, port, store);
+        client_validation = validation.config;
+        if let Some(unresolved) = validation.unresolved {
+            if resolved_refs.status {
+                resolved_refs = unresolved;
+            }
+        }
+        if let Some(refused) = validation.refused {
+            if accepted.status {
+                accepted = refused;
+            }
         }
     }
     let namespaces = match listener
@@ -234,6 +263,7 @@ fn validate_one(listener: &Listener, namespace: &str, store: &Store) -> Listener
         conflicted: Verdict::no(reason::NO_CONFLICTS, ""),
         resolved_refs,
         certificates,
+        client_validation,
         attached_routes: 0,
     }
 }

@@ -11,6 +11,7 @@
 mod attach;
 mod backends;
 mod certificates;
+mod client_validation;
 mod conditions;
 mod conflicts;
 mod gateways;

@@ -140,7 +140,7 @@ pub(crate) fn assemble(
             continue;
         };
         let config = planes.entry(plane.clone()).or_default();
-        for listener in gateway.listeners.iter().filter(|l| l.usable()) {
+        for listener in gateway.listeners.iter().filter(|l| l.served()) {
             config.listeners.push(ListenerConfig {
                 name: gateway.listener_id(listener),
                 address: gateway.local_ip,
@@ -157,6 +157,7 @@ pub(crate) fn assemble(
                         Transport::TlsTerminate => TlsMode::Terminate,
                         _ => TlsMode::Passthrough,
                     },
+                    client_validation: listener.client_validation.clone(),
                 }),
             });
             if listener.transport.terminates() {
@@ -174,13 +175,20 @@ pub(crate) fn assemble(
             };
             let names = per_plane.entry(plane.clone()).or_default();
             for &listener in &parent.listeners {
-                let name = gateway.listener_id(&gateway.listeners[listener]);
+                let listener = &gateway.listeners[listener];
+                if !listener.served() {
+                    continue;
+                }
+                let name = gateway.listener_id(listener);
                 if !names.contains(&name) {
                     names.push(name);
                 }
             }
         }
         for (plane, listeners) in per_plane {
+            if listeners.is_empty() {
+                continue;
+            }
             let Some(config) = planes.get_mut(&plane) else {
                 continue;
             };

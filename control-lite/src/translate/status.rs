@@ -4,7 +4,8 @@
 use super::DataPlaneId;
 use super::Options;
 use super::conditions::{
-    ACCEPTED, CONFLICTED, PROGRAMMED, RESOLVED_REFS, SUPPORTED_VERSION, Verdict, reason,
+    ACCEPTED, CONFLICTED, INSECURE_FRONTEND_VALIDATION_MODE, PROGRAMMED, RESOLVED_REFS,
+    SUPPORTED_VERSION, Verdict, reason,
 };
 use super::gateways::{ClassState, GatewayState};
 use super::planes::RouteState;
@@ -92,12 +93,22 @@ pub(super) fn build(
                     ],
                 })
                 .collect();
+            let mut conditions = vec![
+                gateway.accepted.condition(ACCEPTED, generation),
+                gateway.programmed().condition(PROGRAMMED, generation),
+            ];
+            if gateway.insecure_frontend_validation {
+                let insecure = Verdict {
+                    message: "a port accepts clients without a valid certificate \
+                              (AllowInsecureFallback)"
+                        .to_owned(),
+                    ..Verdict::yes(reason::CONFIGURATION_CHANGED)
+                };
+                conditions.push(insecure.condition(INSECURE_FRONTEND_VALIDATION_MODE, generation));
+            }
             let status = GatewayStatus {
                 addresses: gateway.addresses.clone(),
-                conditions: vec![
-                    gateway.accepted.condition(ACCEPTED, generation),
-                    gateway.programmed().condition(PROGRAMMED, generation),
-                ],
+                conditions,
                 listeners,
             };
             (gateway.key.clone(), status)

@@ -330,3 +330,110 @@ fn a_namespace_selector_on_the_name_label_works_for_manifests_without_labels() {
     );
     assert!(!accepted("team-b"));
 }
+
+#[test]
+fn an_https_listener_without_a_usable_certificate_is_left_out_and_the_others_serve() {
+    let mut objects = base();
+    objects[2]["spec"]["listeners"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "https", "port": 443, "protocol": "HTTPS",
+                     "allowedRoutes": {"namespaces": {"from": "All"}},
+                     "tls": {"certificateRefs": [{"name": "missing"}]}}));
+    objects.push(route(
+        "infra",
+        "app",
+        "2026-01-01T00:00:00Z",
+        &[],
+        backend_rule(),
+    ));
+    let t = run(objects);
+    let gateway = &t.gateways[&("infra".to_owned(), "edge".to_owned())];
+    let https = gateway
+        .listeners
+        .iter()
+        .find(|l| l.name == "https")
+        .unwrap();
+    let condition = |kind: &str| {
+        let c = https.conditions.iter().find(|c| c.kind == kind).unwrap();
+        (c.status.clone(), c.reason.clone())
+    };
+    assert_eq!(
+        condition("ResolvedRefs"),
+        ("False".to_owned(), "InvalidCertificateRef".to_owned())
+    );
+    assert_eq!(condition("Programmed").0, "False");
+    // The plane gets the HTTP listener and the route on it, not the HTTPS one (which
+    // would make the data plane refuse the whole config).
+    let config = plane(&t);
+    let names: Vec<&str> = config.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["infra/edge/http"]);
+    assert_eq!(config.http_routes.len(), 1);
+    assert_eq!(config.http_routes[0].listeners, ["infra/edge/http"]);
+    culvert_router::RouteTableBuilder::new()
+        .build(config)
+        .unwrap();
+}
+
+#[test]
+fn frontend_validation_reaches_the_listeners_of_its_port_with_the_forward_option() {
+    let ca = rcgen::generate_simple_self_signed(vec!["ca.example".to_owned()]).unwrap();
+    let leaf = rcgen::generate_simple_self_signed(vec!["app.example".to_owned()]).unwrap();
+    let mut objects = base();
+    objects[2]["spec"]["tls"] = json!({"frontend": {
+        "default": {"validation": {"caCertificateRefs": [{"kind": "ConfigMap", "group": "", "name": "cas"}]}},
+        "perPort": [{"port": 8443, "tls": {"validation": {
+            "mode": "AllowInsecureFallback",
+            "caCertificateRefs": [{"kind": "ConfigMap", "group": "", "name": "cas"}]}}}]}});
+    let https = |name: &str, port: u16, options: Value| {
+        json!({"name": name, "port": port, "protocol": "HTTPS",
+               "tls": {"certificateRefs": [{"name": "site"}], "options": options}})
+    };
+    let listeners = objects[2]["spec"]["listeners"].as_array_mut().unwrap();
+    listeners.push(https(
+        "strict",
+        443,
+        json!({"culvert.dev/forward-client-certificate": "true"}),
+    ));
+    listeners.push(https("fallback", 8443, json!({})));
+    objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cas", "namespace": "infra"}, "data": {"ca.crt": ca.cert.pem()}}));
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "site", "namespace": "infra"},
+        "stringData": {"tls.crt": leaf.cert.pem(), "tls.key": leaf.signing_key.serialize_pem()}}),
+    );
+    let t = run(objects);
+    let config = plane(&t);
+    let validation = |name: &str| {
+        config
+            .listeners
+            .iter()
+            .find(|l| l.name == format!("infra/edge/{name}"))
+            .and_then(|l| l.tls.as_ref()?.client_validation.clone())
+    };
+    let strict = validation("strict").unwrap();
+    assert_eq!(
+        strict.mode,
+        culvert_router::config::ClientValidationMode::AllowValidOnly
+    );
+    assert!(strict.forward_identity);
+    assert_eq!(strict.ca_certificates_pem, ca.cert.pem());
+    let fallback = validation("fallback").unwrap();
+    assert_eq!(
+        fallback.mode,
+        culvert_router::config::ClientValidationMode::AllowInsecureFallback
+    );
+    assert!(!fallback.forward_identity);
+    assert!(validation("http").is_none());
+    let gateway = &t.gateways[&("infra".to_owned(), "edge".to_owned())];
+    let insecure = gateway
+        .conditions
+        .iter()
+        .find(|c| c.kind == "InsecureFrontendValidationMode")
+        .unwrap();
+    assert_eq!(
+        (insecure.status.as_str(), insecure.reason.as_str()),
+        ("True", "ConfigurationChanged")
+    );
+}

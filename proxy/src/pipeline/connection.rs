@@ -5,14 +5,36 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::fields::IpText;
+use crate::tls::ClientIdentity;
 
 /// How a connection reached the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Transport {
     /// Clear text.
     Plain,
-    /// TLS terminated here, with the SNI name the client sent (if it sent one).
-    Tls { sni: Option<Arc<str>> },
+    /// TLS terminated here, with the SNI name the client sent (if it sent one) and
+    /// the certificate it showed.
+    Tls {
+        sni: Option<Arc<str>>,
+        client: ClientCertificate,
+    },
+}
+
+/// The client certificate side of a TLS connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ClientCertificate {
+    /// The certificate the client showed, if the listener asked for one.
+    pub(crate) identity: Option<ClientIdentity>,
+    /// The listener sends a verified identity to backends
+    /// (`X-Forwarded-Client-Cert`), and drops that field from what clients send.
+    pub(crate) forward: bool,
+}
+
+impl ClientCertificate {
+    /// The identity to record: a verified certificate's hash.
+    pub(crate) fn verified(&self) -> Option<&ClientIdentity> {
+        self.identity.as_ref().filter(|identity| identity.verified)
+    }
 }
 
 /// What a request handler knows about its connection.

@@ -27,7 +27,7 @@ mod tests;
 mod tls;
 
 pub(crate) use attempts::{AttemptEnd, Attempts, attempt_limit, pick_endpoint};
-pub(crate) use connection::{ConnectionInfo, Transport};
+pub(crate) use connection::{ClientCertificate, ConnectionInfo, Transport};
 pub(crate) use failure::{BackendFailure, grpc_local_answer};
 pub(crate) use plan::{Forward, LocalAnswer, Plan, Planned, UpstreamHead, plan};
 pub(crate) use tls::{TlsForward, TlsPlan, plan_tls};

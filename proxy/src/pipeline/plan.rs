@@ -17,12 +17,12 @@ use culvert_router::outcome::{
 };
 use culvert_router::path::normalize_path;
 use culvert_router::{RequestView, RouteId, RouteKind, RouteTable, RuleId};
-use http::header::{self, HeaderMap, HeaderValue};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::request::Parts;
 use http::uri::PathAndQuery;
 use http::{Method, StatusCode, Version};
 
-use super::connection::{ConnectionInfo, Transport};
+use super::connection::{ClientCertificate, ConnectionInfo, Transport};
 use super::fields::{
     Forwarding, Hop, RoutingHost, request_host, strip_hop_by_hop, upgrade_protocol,
 };
@@ -163,6 +163,24 @@ impl UpstreamHead {
     }
 }
 
+/// `X-Forwarded-Client-Cert`, the client certificate's identity as backends see it
+/// (Envoy's field, `Hash=` element only).
+static X_FORWARDED_CLIENT_CERT: HeaderName = HeaderName::from_static("x-forwarded-client-cert");
+
+/// On a listener that forwards client identities: what the client sent in
+/// `X-Forwarded-Client-Cert` goes, and a verified certificate's hash takes its place.
+fn forward_client_certificate(client: &ClientCertificate, headers: &mut HeaderMap) {
+    if !client.forward {
+        return;
+    }
+    headers.remove(&X_FORWARDED_CLIENT_CERT);
+    if let Some(identity) = client.verified() {
+        if let Ok(value) = HeaderValue::try_from(format!("Hash={}", identity.hash)) {
+            headers.insert(X_FORWARDED_CLIENT_CERT.clone(), value);
+        }
+    }
+}
+
 /// Plans the request whose head is `parts` on the route `table`, as it arrived on
 /// `connection`. `upgradable` says whether the client side can be handed over, so
 /// an upgrade is forwarded as one.
@@ -224,7 +242,7 @@ fn route_and_rewrite(
     };
     // A connection whose SNI chose another listener than this request's Host must
     // not be used for it, whether or not a route of the Host's listener would match.
-    if let Transport::Tls { sni: Some(sni) } = &connection.transport {
+    if let Transport::Tls { sni: Some(sni), .. } = &connection.transport {
         let by_sni = listener_for(table, connection.bound, sni);
         let by_host = listener_for(table, connection.bound, host);
         if by_host.is_some() && by_host != by_sni {
@@ -290,6 +308,9 @@ fn route_and_rewrite(
         if let Some(host) = host {
             headers.insert(header::HOST, host);
         }
+    }
+    if let Transport::Tls { client, .. } = &connection.transport {
+        forward_client_certificate(client, &mut headers);
     }
     if let Some(modifier) = &filters.request_headers {
         apply_header_modifier(modifier, &mut headers);

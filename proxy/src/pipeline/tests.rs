@@ -80,6 +80,7 @@ fn tls(sni: &str) -> ConnectionInfo {
     ConnectionInfo {
         transport: Transport::Tls {
             sni: Some(Arc::from(sni)),
+            client: super::ClientCertificate::default(),
         },
         ..ConnectionInfo::new(
             "192.0.2.7:5000".parse().unwrap(),

@@ -21,7 +21,7 @@ use culvert_router::config::ListenerProtocol;
 use culvert_router::{DataPlaneConfig, RouteId, RouteTable, RouteTableBuilder};
 
 use crate::Error;
-use crate::tls::{TlsSettings, listen_addr};
+use crate::tls::{Termination, TlsSettings, listen_addr};
 
 /// One compiled config: what a request reads.
 #[derive(Debug)]
@@ -49,8 +49,8 @@ pub struct Snapshot {
 pub(crate) enum Accept {
     /// Clear-text HTTP.
     Http,
-    /// A TLS handshake with this config, then HTTP.
-    Terminate(Arc<rustls::ServerConfig>),
+    /// A TLS handshake with this termination, then HTTP.
+    Terminate(Termination),
     /// Its ClientHello is read first; the name in it decides (see
     /// `pipeline::plan_tls`).
     ByServerName,
@@ -119,7 +119,7 @@ impl Snapshot {
             return Accept::ByServerName;
         }
         match self.tls.server_config(bound) {
-            Some(config) => Accept::Terminate(Arc::clone(config)),
+            Some(termination) => Accept::Terminate(termination.clone()),
             None => Accept::Http,
         }
     }

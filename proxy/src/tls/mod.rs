@@ -11,16 +11,18 @@
 //! Start at [`TlsSettings::build`].
 
 mod certificate;
+mod client_auth;
 mod resolver;
 mod resumption;
 
 pub use certificate::CertificateStore;
+pub use client_auth::{ClientAuth, ClientIdentity};
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use culvert_router::config::{DataPlaneConfig, ListenerProtocol};
+use culvert_router::config::{ClientValidationConfig, DataPlaneConfig, ListenerProtocol};
 use culvert_router::{ListenerId, RouteTable};
 use rustls::ServerConfig;
 use rustls::sign::CertifiedKey;
@@ -35,17 +37,28 @@ const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 #[derive(Debug, Default)]
 pub struct TlsSettings {
     /// For `HTTPS` listeners: ALPN `h2` and `http/1.1`.
-    by_address: BTreeMap<SocketAddr, Arc<ServerConfig>>,
+    by_address: BTreeMap<SocketAddr, Termination>,
     /// For `TLS` listeners in mode `Terminate`: no ALPN (the stream is not HTTP).
-    streams: BTreeMap<SocketAddr, Arc<ServerConfig>>,
+    streams: BTreeMap<SocketAddr, Termination>,
     store: CertificateStore,
 }
 
-/// Which kinds of terminating listeners an address has.
-#[derive(Debug, Default, Clone, Copy)]
-struct Terminates {
+/// What a connection to an address that terminates TLS gets.
+#[derive(Debug, Clone)]
+pub struct Termination {
+    /// The handshake's settings.
+    pub config: Arc<ServerConfig>,
+    /// How client certificates are checked, when they are asked for.
+    pub client_auth: Option<Arc<ClientAuth>>,
+}
+
+/// What the terminating listeners of one address ask for.
+#[derive(Debug, Default, Clone)]
+struct Terminates<'c> {
     http: bool,
     stream: bool,
+    /// The first listener's client validation, and that listener's name.
+    validation: Option<(Option<&'c ClientValidationConfig>, &'c str)>,
 }
 
 impl TlsSettings {
@@ -57,7 +70,7 @@ impl TlsSettings {
         let store = CertificateStore::load(&config.certificates)?;
         let mut per_listener: Vec<Vec<Arc<CertifiedKey>>> =
             vec![Vec::new(); config.listeners.len()];
-        let mut addresses = BTreeMap::<SocketAddr, Terminates>::new();
+        let mut addresses = BTreeMap::<SocketAddr, Terminates<'_>>::new();
         for (index, listener) in config.listeners.iter().enumerate() {
             if !listener.terminates_tls() {
                 continue;
@@ -84,12 +97,27 @@ impl TlsSettings {
                     })?;
                 per_listener[index].push(key);
             }
-            let terminates = addresses
-                .entry(listen_addr(listener.address, listener.port))
-                .or_default();
+            let addr = listen_addr(listener.address, listener.port);
+            let terminates = addresses.entry(addr).or_default();
             match listener.protocol {
                 ListenerProtocol::Https => terminates.http = true,
                 _ => terminates.stream = true,
+            }
+            let validation = listener
+                .tls
+                .as_ref()
+                .and_then(|tls| tls.client_validation.as_ref());
+            match terminates.validation {
+                None => terminates.validation = Some((validation, &listener.name)),
+                Some((first, _)) if first == validation => {}
+                Some((_, first)) => {
+                    return Err(Error::Tls(TlsError::ClientValidation {
+                        listener: listener.name.clone(),
+                        reason: format!(
+                            "listener {first:?} on {addr} asks for other client certificate validation; one address validates one way"
+                        ),
+                    }));
+                }
             }
         }
         let per_listener: Arc<[Vec<Arc<CertifiedKey>>]> = per_listener.into();
@@ -101,11 +129,23 @@ impl TlsSettings {
                 addr,
                 Arc::clone(&per_listener),
             ));
+            let client_auth = match terminates.validation {
+                Some((Some(validation), listener)) => {
+                    Some(Arc::new(ClientAuth::new(validation, listener)?))
+                }
+                _ => None,
+            };
+            let termination = |alpn: &[&[u8]]| -> Result<Termination, Error> {
+                Ok(Termination {
+                    config: server_config(&resolver, client_auth.as_deref(), alpn)?,
+                    client_auth: client_auth.clone(),
+                })
+            };
             if terminates.http {
-                by_address.insert(addr, server_config(&resolver, &ALPN)?);
+                by_address.insert(addr, termination(&ALPN)?);
             }
             if terminates.stream {
-                streams.insert(addr, server_config(&resolver, &[])?);
+                streams.insert(addr, termination(&[])?);
             }
         }
         Ok(Self {
@@ -115,15 +155,15 @@ impl TlsSettings {
         })
     }
 
-    /// The server config for HTTP connections accepted on `bound`, if it has
+    /// The TLS termination of HTTP connections accepted on `bound`, if it has
     /// `HTTPS` listeners.
-    pub fn server_config(&self, bound: SocketAddr) -> Option<&Arc<ServerConfig>> {
+    pub fn server_config(&self, bound: SocketAddr) -> Option<&Termination> {
         self.by_address.get(&bound)
     }
 
-    /// The server config for connections accepted on `bound` to a `TLS` listener
+    /// The TLS termination of connections accepted on `bound` to a `TLS` listener
     /// that terminates, if it has any.
-    pub fn stream_config(&self, bound: SocketAddr) -> Option<&Arc<ServerConfig>> {
+    pub fn stream_config(&self, bound: SocketAddr) -> Option<&Termination> {
         self.streams.get(&bound)
     }
 
@@ -133,13 +173,22 @@ impl TlsSettings {
     }
 }
 
-/// A server config whose certificates `resolver` picks, offering `alpn`, with the
-/// process-wide session resumption.
-fn server_config(resolver: &Arc<SniResolver>, alpn: &[&[u8]]) -> Result<Arc<ServerConfig>, Error> {
-    let mut server = ServerConfig::builder_with_provider(crate::crypto_provider())
+/// A server config whose certificates `resolver` picks, asking clients for
+/// certificates as `client_auth` says, offering `alpn`, with the process-wide
+/// session resumption.
+fn server_config(
+    resolver: &Arc<SniResolver>,
+    client_auth: Option<&ClientAuth>,
+    alpn: &[&[u8]],
+) -> Result<Arc<ServerConfig>, Error> {
+    let builder = ServerConfig::builder_with_provider(crate::crypto_provider())
         .with_safe_default_protocol_versions()
-        .map_err(|err| Error::Tls(TlsError::Rustls(err)))?
-        .with_no_client_auth()
+        .map_err(|err| Error::Tls(TlsError::Rustls(err)))?;
+    let builder = match client_auth {
+        Some(client_auth) => builder.with_client_cert_verifier(Arc::clone(&client_auth.verifier)),
+        None => builder.with_no_client_auth(),
+    };
+    let mut server = builder
         .with_cert_resolver(Arc::clone(resolver) as Arc<dyn rustls::server::ResolvesServerCert>);
     server.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     resumption::enable(&mut server)?;

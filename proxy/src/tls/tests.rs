@@ -38,7 +38,10 @@ fn one_inline_certificate() -> DataPlaneConfig {
 fn https_addresses_get_a_server_config_with_alpn() {
     let config = one_inline_certificate();
     let tls = build(&config).unwrap();
-    let server = tls.server_config("0.0.0.0:8443".parse().unwrap()).unwrap();
+    let server = &tls
+        .server_config("0.0.0.0:8443".parse().unwrap())
+        .unwrap()
+        .config;
     assert_eq!(
         server.alpn_protocols,
         [b"h2".to_vec(), b"http/1.1".to_vec()]
@@ -127,7 +130,7 @@ fn sessions_resume_for_many_clients_and_across_a_config_swap() {
     let config = one_inline_certificate();
     let address = "0.0.0.0:8443".parse().unwrap();
     let before = build(&config).unwrap();
-    let server = Arc::clone(before.server_config(address).unwrap());
+    let server = Arc::clone(&before.server_config(address).unwrap().config);
     let clients: Vec<_> = (0..300)
         .map(|_| culvert_bench::tls::trusting_client_config(crate::crypto_provider(), &[]).unwrap())
         .collect();
@@ -144,7 +147,7 @@ fn sessions_resume_for_many_clients_and_across_a_config_swap() {
     assert_eq!(resumed, clients.len());
 
     let after = build(&config).unwrap();
-    let swapped = after.server_config(address).unwrap();
+    let swapped = &after.server_config(address).unwrap().config;
     assert!(!Arc::ptr_eq(&server, swapped));
     assert!(handshake(&clients[0], swapped), "resumed after the swap");
 }

@@ -146,18 +146,37 @@ impl TestCa {
 
     /// A client config trusting this CA, offering `alpn`.
     pub fn client_config(&self, alpn: &[&[u8]]) -> std::sync::Arc<rustls::ClientConfig> {
-        use rustls_pki_types::CertificateDer;
+        self.client_config_with(alpn, None)
+    }
+
+    /// [`Self::client_config`], showing `certificate` (`(chain PEM, key PEM)`)
+    /// when the server asks for one.
+    pub fn client_config_with(
+        &self,
+        alpn: &[&[u8]],
+        certificate: Option<&(String, String)>,
+    ) -> std::sync::Arc<rustls::ClientConfig> {
         use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(CertificateDer::from_pem_slice(self.pem.as_bytes()).unwrap())
             .unwrap();
-        let mut config =
-            rustls::ClientConfig::builder_with_provider(culvert_proxy::crypto_provider())
-                .with_safe_default_protocol_versions()
-                .unwrap()
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+        let builder = rustls::ClientConfig::builder_with_provider(culvert_proxy::crypto_provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let mut config = match certificate {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(
+                    CertificateDer::pem_slice_iter(chain.as_bytes())
+                        .collect::<Result<Vec<_>, _>>()
+                        .unwrap(),
+                    PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+                )
+                .unwrap(),
+            None => builder.with_no_client_auth(),
+        };
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         std::sync::Arc::new(config)
     }

@@ -101,6 +101,38 @@ pub struct ListenerTlsConfig {
     /// terminate.
     #[serde(default, skip_serializing_if = "TlsMode::is_passthrough")]
     pub mode: TlsMode,
+    /// Client certificates asked for and checked in the handshake (Gateway
+    /// `spec.tls.frontend`); none asked for when absent. Every terminating listener
+    /// of one address must ask for the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_validation: Option<ClientValidationConfig>,
+}
+
+/// How a listener checks client certificates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientValidationConfig {
+    /// PEM bundle of the CA certificates a client certificate must chain to.
+    pub ca_certificates_pem: String,
+    /// What happens to a client without a valid certificate.
+    #[serde(default)]
+    pub mode: ClientValidationMode,
+    /// Send the verified certificate's identity to backends in
+    /// `X-Forwarded-Client-Cert` (`Hash=<SHA-256 of the DER, hex>`). The field is
+    /// always removed from what clients send on such a listener.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward_identity: bool,
+}
+
+/// Gateway API `FrontendValidationModeType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ClientValidationMode {
+    /// A client without a certificate that chains to the CAs fails the handshake.
+    #[default]
+    AllowValidOnly,
+    /// Any client is served; a valid certificate is still told apart (for the
+    /// access log and the forwarded identity).
+    AllowInsecureFallback,
 }
 
 /// What a `TLS` listener does with a connection's TLS (Gateway API `tls.mode`).

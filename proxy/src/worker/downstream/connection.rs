@@ -36,8 +36,9 @@ use super::http1;
 use super::idle::StreamActivity;
 use super::sniff::{self, HttpVersion};
 use crate::metrics::{OpenConnection, Refusal};
-use crate::pipeline::{ConnectionInfo, TlsPlan, Transport, plan_tls};
+use crate::pipeline::{ClientCertificate, ConnectionInfo, TlsPlan, Transport, plan_tls};
 use crate::snapshot::Accept;
+use crate::tls::Termination;
 use crate::worker::exchange::{RouteStream, Worker};
 use crate::worker::io::{Io, OverTcp, Prefixed};
 use crate::worker::runtime::LocalExec;
@@ -141,11 +142,11 @@ async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: R
         };
         return worker.forward_tls_stream(stream, &info, forward).await;
     }
-    let Some(config) = snapshot.tls.stream_config(info.bound).cloned() else {
+    let Some(termination) = snapshot.tls.stream_config(info.bound).cloned() else {
         return reset(&worker, &stream, Refusal::TlsUnrouted);
     };
     drop(snapshot);
-    let accept = TlsAcceptor::from(config).accept(Prefixed::new(prefix, stream));
+    let accept = TlsAcceptor::from(termination.config).accept(Prefixed::new(prefix, stream));
     let Ok(Ok(client)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
         return;
     };
@@ -168,18 +169,28 @@ async fn serve_tls<I>(
     worker: Rc<Worker>,
     stream: I,
     mut info: Rc<ConnectionInfo>,
-    config: Arc<rustls::ServerConfig>,
+    termination: Termination,
 ) where
     I: OverTcp + Send + 'static,
 {
-    let accept = TlsAcceptor::from(config).accept(stream);
+    let accept = TlsAcceptor::from(termination.config).accept(stream);
     let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
         return;
     };
     let session = stream.get_ref().1;
+    let client = match &termination.client_auth {
+        Some(client_auth) => ClientCertificate {
+            identity: session
+                .peer_certificates()
+                .and_then(|chain| client_auth.identify(chain)),
+            forward: client_auth.forward_identity,
+        },
+        None => ClientCertificate::default(),
+    };
     // The only holder yet: this sets the field in place.
     Rc::make_mut(&mut info).transport = Transport::Tls {
         sni: session.server_name().map(Arc::from),
+        client,
     };
     let version = match session.alpn_protocol() {
         Some(b"h2") => Some(HttpVersion::Http2),

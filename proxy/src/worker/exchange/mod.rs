@@ -46,7 +46,7 @@ use crate::metrics::{Refusal, WorkerStats};
 use crate::pipeline::fields::{Forwarding, strip_hop_by_hop};
 use crate::pipeline::{
     self, AttemptEnd, Attempts, BackendFailure, ConnectionInfo, Forward, LocalAnswer, Plan,
-    Planned, UpstreamHead, attempt_limit, grpc_local_answer, pick_endpoint,
+    Planned, Transport, UpstreamHead, attempt_limit, grpc_local_answer, pick_endpoint,
 };
 use crate::worker::body::{BodyFailure, ClientBody, CountedBody, body_enum};
 use crate::worker::io::Upgraded;
@@ -318,6 +318,9 @@ impl Worker {
             client,
         );
         record.tunnel = info.tunnel;
+        if let Transport::Tls { client, .. } = &info.transport {
+            record.client_certificate.clone_from(&client.identity);
+        }
         record.grpc = request
             .headers()
             .get(header::CONTENT_TYPE)

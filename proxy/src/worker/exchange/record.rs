@@ -23,6 +23,7 @@ use crate::access_log::{AccessLog, rfc3339};
 use crate::metrics::{InFlight, RouteStats, WorkerStats};
 use crate::pipeline::BackendFailure;
 use crate::pipeline::fields::RoutingHost;
+use crate::tls::ClientIdentity;
 use crate::worker::body::BodyProgress;
 use culvert_wire::{CarriesRawFields, RawFields};
 
@@ -38,6 +39,8 @@ pub(crate) struct Record {
     pub(crate) target: Option<PathAndQuery>,
     pub(crate) version: Version,
     pub(crate) client: IpAddr,
+    /// The certificate the client showed, if its listener asked for one.
+    pub(crate) client_certificate: Option<ClientIdentity>,
     /// The request came over a tunnel stream, not a listener.
     pub(crate) tunnel: bool,
     /// `namespace/name` of the route that matched.
@@ -71,6 +74,7 @@ impl Record {
             target,
             version,
             client,
+            client_certificate: None,
             tunnel: false,
             route: None,
             upstream: None,
@@ -106,6 +110,9 @@ impl Record {
             "time": rfc3339(started_at),
             "worker": worker,
             "client": self.client.to_string(),
+            "clientCertificate": self.client_certificate.as_ref().map(|identity| {
+                serde_json::json!({"sha256": &*identity.hash, "verified": identity.verified})
+            }),
             "entry": if self.tunnel { "tunnel" } else { "listener" },
             "method": self.method.as_str(),
             "host": &*self.host,
