@@ -8,6 +8,8 @@
 //! handshake records; one larger than [`MAX_CLIENT_HELLO`] is refused. Nothing a
 //! client sends can make it panic.
 
+use std::borrow::Cow;
+
 /// Largest ClientHello read (handshake message body and header). Post-quantum key
 /// shares make hellos of 1 to 2 KiB common; 64 KiB leaves room for any real one.
 pub const MAX_CLIENT_HELLO: usize = 64 * 1024;
@@ -65,15 +67,16 @@ pub fn peek_client_hello(buf: &[u8]) -> Result<Peeked, HelloError> {
     parse_hello(&handshake).map(Peeked::Hello)
 }
 
-enum Reassembled {
+enum Reassembled<'a> {
     Incomplete { needed: usize },
-    Done(Vec<u8>),
+    Done(Cow<'a, [u8]>),
 }
 
 /// The handshake message (header and body) from as many handshake records as it
-/// takes.
-fn handshake_bytes(buf: &[u8]) -> Result<Reassembled, HelloError> {
-    let mut handshake = Vec::new();
+/// takes: borrowed from `buf` when one record holds it (the usual case), copied
+/// together only when it spans several.
+fn handshake_bytes(buf: &[u8]) -> Result<Reassembled<'_>, HelloError> {
+    let mut handshake: Cow<'_, [u8]> = Cow::Borrowed(&[]);
     let mut at = 0;
     loop {
         let Some(header) = buf.get(at..at + RECORD_HEADER) else {
@@ -98,7 +101,11 @@ fn handshake_bytes(buf: &[u8]) -> Result<Reassembled, HelloError> {
         let Some(fragment) = buf.get(at + RECORD_HEADER..end) else {
             return Ok(Reassembled::Incomplete { needed: end });
         };
-        handshake.extend_from_slice(fragment);
+        if at == 0 {
+            handshake = Cow::Borrowed(fragment);
+        } else {
+            handshake.to_mut().extend_from_slice(fragment);
+        }
         at = end;
         if handshake.len() >= 4 {
             if handshake[0] != HANDSHAKE_CLIENT_HELLO {
