@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
-/// The streams one connection has open, and when the last one closed.
+/// The streams one connection has open, and when the last one closed (meaningful
+/// only while none is open).
 #[derive(Debug)]
 pub(crate) struct StreamActivity {
     open: Cell<usize>,
@@ -57,8 +58,13 @@ pub(crate) struct OpenStream(Rc<StreamActivity>);
 impl Drop for OpenStream {
     fn drop(&mut self) {
         let activity = &self.0;
-        activity.open.set(activity.open.get() - 1);
-        activity.last_closed.set(Instant::now());
+        let open = activity.open.get() - 1;
+        activity.open.set(open);
+        // Only the last stream's end starts the idle time: the clock is read once
+        // per busy spell, not once per stream.
+        if open == 0 {
+            activity.last_closed.set(Instant::now());
+        }
     }
 }
 
