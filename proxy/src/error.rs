@@ -120,6 +120,14 @@ pub enum TlsError {
         /// What is wrong.
         reason: String,
     },
+    /// A backend's TLS settings cannot be used.
+    #[error("TLS to backend {hostname:?}: {reason}")]
+    Backend {
+        /// The backend's TLS hostname.
+        hostname: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The config API's own certificate did not load.
     #[error("control certificate did not load")]
     ControlCertificate,

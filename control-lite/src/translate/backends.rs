@@ -40,6 +40,7 @@ pub(crate) fn resolve(
             app_protocol: AppProtocol::Http1,
             filters: Vec::new(),
             unavailable: Some(Unavailable::InvalidReference),
+            tls: None,
         },
         problem: Some(why),
     };
@@ -117,6 +118,7 @@ pub(crate) fn resolve(
             endpoints,
             app_protocol,
             filters: Vec::new(),
+            tls: None,
         },
         problem: None,
     }

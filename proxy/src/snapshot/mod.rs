@@ -65,6 +65,7 @@ impl Snapshot {
                 .map_err(Error::ConfigRefused)?,
         );
         let tls = TlsSettings::build(config, &table)?;
+        crate::tls::upstream::check_backends(config)?;
         let route_labels = (0u32..)
             .map_while(|id| table.route_info(RouteId(id)))
             .map(|info| Arc::from(format!("{}/{}", info.namespace, info.name)))

@@ -14,6 +14,7 @@ mod certificate;
 mod client_auth;
 mod resolver;
 mod resumption;
+pub(crate) mod upstream;
 
 pub use certificate::CertificateStore;
 pub use client_auth::{ClientAuth, ClientIdentity};

@@ -55,6 +55,7 @@ fn backend(i: usize) -> BackendConfig {
         app_protocol: Default::default(),
         filters: Vec::new(),
         unavailable: None,
+        tls: None,
     }
 }
 

@@ -25,6 +25,39 @@ pub struct BackendConfig {
     /// Why the backend cannot be used; its share of traffic gets an error status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<Unavailable>,
+    /// TLS to the endpoints (Gateway API BackendTLSPolicy); clear text when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<BackendTlsConfig>,
+}
+
+/// How the data plane speaks TLS to a backend's endpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackendTlsConfig {
+    /// The SNI sent, and the name the certificate must carry unless
+    /// `subjectAltNames` says otherwise.
+    pub hostname: String,
+    /// PEM CA certificates the endpoints' certificates must chain to; the system's
+    /// roots when absent (`wellKnownCACertificates: System`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_certificates_pem: Option<String>,
+    /// DNS names of which the certificate must carry one, in place of `hostname`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subject_alt_names: Vec<String>,
+    /// The client certificate shown to the endpoints (Gateway
+    /// `spec.tls.backend.clientCertificateRef`): PEM chain and key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_certificate: Option<BackendClientCertificate>,
+}
+
+/// A client certificate for backends, as PEM.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackendClientCertificate {
+    /// PEM chain, leaf first.
+    pub certificate_pem: String,
+    /// PEM private key.
+    pub private_key_pem: String,
 }
 
 fn default_weight() -> u32 {

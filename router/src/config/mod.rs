@@ -13,7 +13,9 @@ mod grpc;
 mod http_route;
 mod tls;
 
-pub use backend::{AppProtocol, BackendConfig, Unavailable};
+pub use backend::{
+    AppProtocol, BackendClientCertificate, BackendConfig, BackendTlsConfig, Unavailable,
+};
 pub use certificate::CertificateConfig;
 pub use filter::{
     CorsConfig, FractionConfig, HeaderModifierConfig, HeaderValueConfig, HttpFilterConfig,
@@ -50,6 +52,38 @@ pub struct DataPlaneConfig {
     /// Certificates `HTTPS` listeners refer to by `namespace`/`name`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertificateConfig>,
+}
+
+impl DataPlaneConfig {
+    /// Every backend the config names: rule backends of every route kind, and the
+    /// targets of request mirrors (on rules and on backends).
+    pub fn backends(&self) -> impl Iterator<Item = &BackendConfig> {
+        let mirrors = mirror_targets;
+        let http = self
+            .http_routes
+            .iter()
+            .flat_map(|route| &route.rules)
+            .flat_map(move |rule| {
+                mirrors(&rule.filters).chain(rule.backends.iter().flat_map(move |backend| {
+                    std::iter::once(backend).chain(mirrors(&backend.filters))
+                }))
+            });
+        let grpc = self
+            .grpc_routes
+            .iter()
+            .flat_map(|route| &route.rules)
+            .flat_map(move |rule| mirrors(&rule.filters).chain(&rule.backends));
+        let tls = self.tls_routes.iter().flat_map(|route| &route.backends);
+        http.chain(grpc).chain(tls)
+    }
+}
+
+/// The backends request mirrors in `filters` send copies to.
+fn mirror_targets(filters: &[HttpFilterConfig]) -> impl Iterator<Item = &BackendConfig> {
+    filters.iter().filter_map(|filter| match filter {
+        HttpFilterConfig::RequestMirror { request_mirror } => Some(&request_mirror.backend),
+        _ => None,
+    })
 }
 
 /// One listener: where the data plane accepts traffic and which hostnames it owns.

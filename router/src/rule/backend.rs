@@ -2,9 +2,10 @@
 
 use super::HeaderModifier;
 use super::filter::{FilterScope, compile_filters};
-use crate::config::{AppProtocol, BackendConfig, Unavailable};
+use crate::config::{AppProtocol, BackendConfig, BackendTlsConfig, Unavailable};
 use crate::error::{Error, Origin};
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// One backend of a rule, ready to be dialled.
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct Backend {
     pub response_headers: Option<Box<HeaderModifier>>,
     /// Why the backend cannot be used, if it cannot.
     pub unavailable: Option<Unavailable>,
+    /// TLS to the endpoints, if they speak it (shared by every rule naming it).
+    pub tls: Option<Arc<BackendTlsConfig>>,
 }
 
 impl Backend {
@@ -112,5 +115,6 @@ pub(crate) fn compile_backend(config: &BackendConfig, at: &Origin) -> Result<Bac
         request_headers,
         response_headers,
         unavailable: config.unavailable,
+        tls: config.tls.clone().map(Arc::new),
     })
 }

@@ -52,7 +52,9 @@ use crate::worker::body::{BodyFailure, ClientBody, CountedBody, body_enum};
 use crate::worker::io::Upgraded;
 use crate::worker::runtime::drain::Drain;
 use crate::worker::runtime::tick::Ticks;
-use crate::worker::upstream::{Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams};
+use crate::worker::upstream::{
+    Dial, Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams,
+};
 use crate::{BoxError, ClientLimits};
 use crate::{Snapshot, SnapshotCell};
 use culvert_wire::{CarriesRawFields, FieldsAs, headers_mut};
@@ -523,17 +525,26 @@ impl Worker {
             // would be stored twice (as itself, and inside the timeout).
             let outcome = match attempt_limit(timeouts.backend_request, time_left()) {
                 Some(limit) => {
-                    let sent = self.upstreams.send(endpoint, request, fields);
+                    let dial = Dial {
+                        endpoint,
+                        tls: backend.tls.as_ref(),
+                    };
+                    let sent = self.upstreams.send(dial, request, fields);
                     match tokio::time::timeout(limit, sent).await {
                         Ok(result) => result.map_err(Failure::Upstream),
                         Err(_) => Err(Failure::Timeout),
                     }
                 }
-                None => self
-                    .upstreams
-                    .send(endpoint, request, fields)
-                    .await
-                    .map_err(Failure::Upstream),
+                None => {
+                    let dial = Dial {
+                        endpoint,
+                        tls: backend.tls.as_ref(),
+                    };
+                    self.upstreams
+                        .send(dial, request, fields)
+                        .await
+                        .map_err(Failure::Upstream)
+                }
             };
             // An exchange that failed because the client's own body did (a
             // malformed chunk, a body cut short) is the client's error: 400, never
@@ -594,7 +605,11 @@ impl Worker {
         let Some(request) = upgrade_request(head, backend, RequestBody::empty()) else {
             return local_answer(StatusCode::INTERNAL_SERVER_ERROR);
         };
-        let mut response = match Upstreams::send_upgrade(endpoint, request).await {
+        let dial = Dial {
+            endpoint,
+            tls: backend.tls.as_ref(),
+        };
+        let mut response = match self.upstreams.send_upgrade(dial, request).await {
             Ok(response) => response,
             Err(UpstreamError::Connect) => return failed(record, BackendFailure::Connect),
             Err(UpstreamError::Protocol) => return failed(record, BackendFailure::Protocol),
@@ -647,9 +662,14 @@ impl Worker {
             return;
         };
         let upstreams = Rc::clone(&self.upstreams);
+        let tls = backend.tls.clone();
         tokio::task::spawn_local(async move {
             // The answer is only read to its end (so the connection can be reused).
-            let sent = upstreams.send(endpoint, request, FieldsAs::Raw);
+            let dial = Dial {
+                endpoint,
+                tls: tls.as_ref(),
+            };
+            let sent = upstreams.send(dial, request, FieldsAs::Raw);
             if let Ok(response) = sent.await {
                 let _ = response.into_body().collect().await;
             }

@@ -11,7 +11,6 @@
 
 use std::future::{Future, poll_fn};
 use std::io;
-use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker, ready};
@@ -22,9 +21,10 @@ use http::{HeaderMap, Method, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-use super::{Http1Head, InterimHeads, RequestBody, UpstreamError, Upstreams};
+use super::{
+    Http1Head, InterimHeads, PoolKey, RequestBody, UpstreamError, UpstreamStream, Upstreams,
+};
 use crate::BoxError;
 use crate::worker::body::CountedBody;
 use crate::worker::io::stack_read::poll_read_on_stack;
@@ -47,7 +47,7 @@ const KEEP_HEAD_WRITE: usize = 4 * 1024;
 
 /// An HTTP/1.1 connection to a backend, idle or in use.
 pub(crate) struct Connection {
-    stream: TcpStream,
+    stream: UpstreamStream,
     read_buf: BytesMut,
     /// Where request heads are encoded, kept from one exchange to the next.
     write_buf: Vec<u8>,
@@ -60,7 +60,7 @@ pub(crate) struct Connection {
 /// The pool a connection returns to once its exchange is over.
 pub(crate) struct Home {
     pub(crate) upstreams: Rc<Upstreams>,
-    pub(crate) endpoint: SocketAddr,
+    pub(crate) key: PoolKey,
 }
 
 /// Why an exchange produced no response.
@@ -73,7 +73,7 @@ pub(crate) enum ExchangeError {
 }
 
 impl Connection {
-    pub(crate) fn new(stream: TcpStream) -> Self {
+    pub(crate) fn new(stream: UpstreamStream) -> Self {
         Self {
             stream,
             read_buf: BytesMut::new(),
@@ -102,16 +102,7 @@ impl Connection {
     /// since its last exchange (no close, no stray bytes). Costs no syscall unless
     /// the socket was marked readable.
     pub(crate) fn still_open(&self) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
-        match self.stream.poll_read_ready(&mut cx) {
-            Poll::Pending => true,
-            Poll::Ready(Err(_)) => false,
-            Poll::Ready(Ok(())) => {
-                let mut probe = [0u8; 1];
-                matches!(self.stream.try_read(&mut probe),
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock)
-            }
-        }
+        self.stream.still_open()
     }
 
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
@@ -289,7 +280,32 @@ async fn streamed_exchange(
     let Connection {
         stream, read_buf, ..
     } = conn;
-    let (mut reader, mut writer) = stream.split();
+    match stream {
+        UpstreamStream::Tcp(tcp) => {
+            let (reader, writer) = tcp.split();
+            send_while_reading(reader, writer, read_buf, body, framing, method, fields).await
+        }
+        UpstreamStream::Tls(tls) => {
+            let (reader, writer) = tokio::io::split(&mut **tls);
+            send_while_reading(reader, writer, read_buf, body, framing, method, fields).await
+        }
+    }
+}
+
+/// Sends the body on `writer` while the response head is read from `reader`.
+async fn send_while_reading<R, W>(
+    mut reader: R,
+    mut writer: W,
+    read_buf: &mut BytesMut,
+    body: CountedBody,
+    framing: BodyFraming,
+    method: &Method,
+    fields: FieldsAs,
+) -> Result<ResponseHead, UpstreamError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let mut send = pin!(send_body(&mut writer, body, framing));
     let mut read = pin!(read_head(&mut reader, read_buf, method, fields));
     tokio::select! {
@@ -448,7 +464,7 @@ impl ResponseBody {
             return;
         };
         if self.keep_alive && conn.read_buf.is_empty() {
-            home.upstreams.give_back(home.endpoint, conn);
+            home.upstreams.give_back(home.key, conn);
         }
     }
 

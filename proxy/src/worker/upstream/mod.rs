@@ -1,7 +1,9 @@
 //! Upstream connections of one worker: an HTTP/1.1 keep-alive pool per endpoint
 //! (exchanges driven inline by the request's task, see [`http1`]), one multiplexed
-//! h2c connection per endpoint (hyper), and fresh HTTP/1.1 connections for upgrades
-//! (WebSocket, hyper), which are never pooled.
+//! HTTP/2 connection per endpoint (hyper), and fresh HTTP/1.1 connections for
+//! upgrades (WebSocket, hyper), which are never pooled. A backend with TLS settings
+//! (BackendTLSPolicy) gets the same over TLS (`stream`), ALPN `http/1.1` or `h2`,
+//! its connections pooled apart from clear-text ones to the same endpoint.
 //!
 //! Single-threaded: the pools sit in `RefCell`s and a borrow is never held across an
 //! `.await`. Errors say whether the endpoint could not be reached (`Connect`) or
@@ -10,10 +12,11 @@
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
-
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use culvert_router::config::BackendTlsConfig;
 use futures_util::future;
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Method, Request, Response};
@@ -21,7 +24,9 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::client::conn::{http1 as hyper_http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use crate::fast_map::FastMap;
 use crate::worker::body::{CountedBody, body_enum};
@@ -29,8 +34,10 @@ use crate::worker::runtime::LocalExec;
 use culvert_wire::{CarriesRawFields, FieldLines, FieldsAs};
 
 mod http1;
+mod stream;
 
 use http1::{Connection, ExchangeError, Home};
+pub(crate) use stream::UpstreamStream;
 
 body_enum! {
     /// A request body on its way to a backend.
@@ -124,13 +131,49 @@ pub(crate) const IDLE_SWEEP: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The wire protocol to an endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Protocol {
     /// HTTP/1.1, pooled.
     Http1,
-    /// HTTP/2 over clear text with prior knowledge, multiplexed.
+    /// HTTP/2 (with prior knowledge in clear text, by ALPN over TLS), multiplexed.
     H2c,
 }
+
+impl Protocol {
+    /// What it is called in ALPN, over TLS.
+    fn alpn(self) -> &'static [u8] {
+        match self {
+            Self::Http1 => b"http/1.1",
+            Self::H2c => b"h2",
+        }
+    }
+}
+
+/// Where an attempt goes: an endpoint, and the TLS its backend speaks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dial<'a> {
+    pub(crate) endpoint: SocketAddr,
+    /// The backend's TLS settings (shared by the snapshot); clear text when `None`.
+    pub(crate) tls: Option<&'a Arc<BackendTlsConfig>>,
+}
+
+impl Dial<'_> {
+    /// The pool its connections share: the endpoint, and which TLS settings (by
+    /// identity: a config swap that changes them starts new connections).
+    fn key(&self) -> PoolKey {
+        (
+            self.endpoint,
+            self.tls.map_or(0, |tls| Arc::as_ptr(tls) as usize),
+        )
+    }
+}
+
+/// An endpoint and the address of its backend's TLS settings (0: clear text).
+pub(crate) type PoolKey = (SocketAddr, usize);
+
+/// A built TLS client config, with the settings it was built from (held, so their
+/// address is not reused while the entry lives).
+type TlsClient = (Arc<BackendTlsConfig>, Arc<rustls::ClientConfig>);
 
 /// Why an upstream exchange failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,8 +186,10 @@ pub(crate) enum UpstreamError {
 
 /// The upstream connections of one worker.
 pub(crate) struct Upstreams {
-    http1: RefCell<FastMap<SocketAddr, Vec<Connection>>>,
-    h2c: RefCell<FastMap<SocketAddr, http2::SendRequest<RequestBody>>>,
+    http1: RefCell<FastMap<PoolKey, Vec<Connection>>>,
+    h2c: RefCell<FastMap<PoolKey, http2::SendRequest<RequestBody>>>,
+    /// TLS client configs by settings address and protocol, built on first use.
+    tls: RefCell<FastMap<(usize, Protocol), TlsClient>>,
     /// The pool's clock: read when the worker ticks, not per request (idle times
     /// are judged against [`IDLE_TIMEOUT`], a minute; a second either way is fine).
     now: Cell<Instant>,
@@ -155,6 +200,7 @@ impl Default for Upstreams {
         Self {
             http1: RefCell::default(),
             h2c: RefCell::default(),
+            tls: RefCell::default(),
             now: Cell::new(Instant::now()),
         }
     }
@@ -173,22 +219,19 @@ impl Upstreams {
     /// Not an `async fn` (nor is what it calls on the HTTP/1.1 path): the request
     /// is then held once, where an `async fn` keeps each argument twice
     /// (rust-lang/rust#62958) and every level passes it on.
-    pub(crate) fn send(
-        self: &Rc<Self>,
-        endpoint: SocketAddr,
+    pub(crate) fn send<'a>(
+        self: &'a Rc<Self>,
+        dial: Dial<'a>,
         request: UpstreamRequest,
         fields: FieldsAs,
-    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
+    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + 'a {
         match request {
             UpstreamRequest::Http1(head, body) => {
-                future::Either::Left(self.send_http1(endpoint, head, body, fields))
+                future::Either::Left(self.send_http1(dial, head, body, fields))
             }
             // Boxed to keep the common HTTP/1.1 future small.
             UpstreamRequest::H2c(request) => future::Either::Right(Box::pin(async move {
-                Ok(self
-                    .send_h2c(endpoint, request)
-                    .await?
-                    .map(UpstreamBody::Hyper))
+                Ok(self.send_h2(dial, request).await?.map(UpstreamBody::Hyper))
             })),
         }
     }
@@ -196,14 +239,76 @@ impl Upstreams {
     /// Sends an upgrade request on a new HTTP/1.1 connection that allows upgrades;
     /// the connection is never pooled.
     pub(crate) async fn send_upgrade(
-        endpoint: SocketAddr,
+        &self,
+        dial: Dial<'_>,
         request: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let mut sender = connect_upgradable(endpoint).await?;
+        let stream = self.open(dial, Protocol::Http1).await?;
+        let (mut sender, connection) = hyper_http1::Builder::new()
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|_| UpstreamError::Connect)?;
+        tokio::task::spawn_local(async move {
+            let _ = connection.with_upgrades().await;
+        });
         sender
             .send_request(request)
             .await
             .map_err(|_| UpstreamError::Protocol)
+    }
+
+    /// A new connection for `dial`: TCP, then TLS (ALPN `protocol`) when the
+    /// backend speaks it, each within the connect timeout.
+    async fn open(
+        &self,
+        dial: Dial<'_>,
+        protocol: Protocol,
+    ) -> Result<UpstreamStream, UpstreamError> {
+        let tcp = connect_tcp(dial.endpoint).await?;
+        match dial.tls {
+            None => Ok(UpstreamStream::Tcp(tcp)),
+            // Boxed: a TLS handshake's state is kilobytes, and it would otherwise
+            // sit in every request's future.
+            Some(tls) => Box::pin(self.handshake(tcp, tls, protocol)).await,
+        }
+    }
+
+    /// TLS on `tcp` as `tls` says, offering `protocol`, within the connect timeout.
+    async fn handshake(
+        &self,
+        tcp: TcpStream,
+        tls: &Arc<BackendTlsConfig>,
+        protocol: Protocol,
+    ) -> Result<UpstreamStream, UpstreamError> {
+        let client = self.tls_client(tls, protocol)?;
+        let name =
+            ServerName::try_from(tls.hostname.clone()).map_err(|_| UpstreamError::Connect)?;
+        let handshake = TlsConnector::from(client).connect(name, tcp);
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+            .await
+            .map_err(|_| UpstreamError::Connect)?
+            .map_err(|_| UpstreamError::Connect)?;
+        Ok(UpstreamStream::Tls(Box::new(stream)))
+    }
+
+    /// The client config of `tls` for `protocol`, built once per worker and config.
+    /// Settings the snapshot accepted always build (it checked them); `Connect` if
+    /// they do not.
+    fn tls_client(
+        &self,
+        tls: &Arc<BackendTlsConfig>,
+        protocol: Protocol,
+    ) -> Result<Arc<rustls::ClientConfig>, UpstreamError> {
+        let key = (Arc::as_ptr(tls) as usize, protocol);
+        if let Some((_, client)) = self.tls.borrow().get(&key) {
+            return Ok(Arc::clone(client));
+        }
+        let client = crate::tls::upstream::client_config(tls, &[protocol.alpn()])
+            .map_err(|_| UpstreamError::Connect)?;
+        self.tls
+            .borrow_mut()
+            .insert(key, (Arc::clone(tls), Arc::clone(&client)));
+        Ok(client)
     }
 
     /// A pooled connection found closed before the backend could act on the request
@@ -212,24 +317,25 @@ impl Upstreams {
         clippy::manual_async_fn,
         reason = "an async fn would keep `head` and `body` twice"
     )]
-    fn send_http1(
-        self: &Rc<Self>,
-        endpoint: SocketAddr,
+    fn send_http1<'a>(
+        self: &'a Rc<Self>,
+        dial: Dial<'a>,
         head: Http1Head,
         mut body: RequestBody,
         fields: FieldsAs,
-    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + '_ {
+    ) -> impl Future<Output = Result<Response<UpstreamBody>, UpstreamError>> + 'a {
         async move {
-            if let Some(conn) = self.take_idle(endpoint) {
-                let home = self.home(endpoint);
+            let key = dial.key();
+            if let Some(conn) = self.take_idle(key) {
+                let home = self.home(key);
                 match http1::exchange(conn, &head, body, home, true, fields).await {
                     Ok(response) => return Ok(response.map(UpstreamBody::Http1)),
                     Err(ExchangeError::Stale(unsent)) => body = unsent,
                     Err(ExchangeError::Failed(error)) => return Err(error),
                 }
             }
-            let conn = Connection::new(connect_tcp(endpoint).await?);
-            match http1::exchange(conn, &head, body, self.home(endpoint), false, fields).await {
+            let conn = Connection::new(self.open(dial, Protocol::Http1).await?);
+            match http1::exchange(conn, &head, body, self.home(key), false, fields).await {
                 Ok(response) => Ok(response.map(UpstreamBody::Http1)),
                 Err(ExchangeError::Stale(_)) => Err(UpstreamError::Protocol),
                 Err(ExchangeError::Failed(error)) => Err(error),
@@ -237,23 +343,24 @@ impl Upstreams {
         }
     }
 
-    fn home(self: &Rc<Self>, endpoint: SocketAddr) -> Home {
+    fn home(self: &Rc<Self>, key: PoolKey) -> Home {
         Home {
             upstreams: Rc::clone(self),
-            endpoint,
+            key,
         }
     }
 
-    async fn send_h2c(
+    async fn send_h2(
         self: &Rc<Self>,
-        endpoint: SocketAddr,
+        dial: Dial<'_>,
         request: Request<RequestBody>,
     ) -> Result<Response<Incoming>, UpstreamError> {
-        let cached = self.h2c.borrow().get(&endpoint).cloned();
+        let key = dial.key();
+        let cached = self.h2c.borrow().get(&key).cloned();
         let mut sender = match cached {
             Some(sender) if !sender.is_closed() => sender,
             _ => {
-                let stream = connect_tcp(endpoint).await?;
+                let stream = self.open(dial, Protocol::H2c).await?;
                 let (sender, connection) = http2::Builder::new(LocalExec)
                     .timer(TokioTimer::new())
                     .handshake(TokioIo::new(stream))
@@ -262,7 +369,7 @@ impl Upstreams {
                 tokio::task::spawn_local(async move {
                     let _ = connection.await;
                 });
-                self.h2c.borrow_mut().insert(endpoint, sender.clone());
+                self.h2c.borrow_mut().insert(key, sender.clone());
                 sender
             }
         };
@@ -273,9 +380,9 @@ impl Upstreams {
             .map_err(|_| UpstreamError::Protocol)
     }
 
-    fn take_idle(&self, endpoint: SocketAddr) -> Option<Connection> {
+    fn take_idle(&self, key: PoolKey) -> Option<Connection> {
         let mut pool = self.http1.borrow_mut();
-        let idle = pool.get_mut(&endpoint)?;
+        let idle = pool.get_mut(&key)?;
         let now = self.now.get();
         while let Some(conn) = idle.pop() {
             if conn.idle_for(now) < IDLE_TIMEOUT && conn.still_open() {
@@ -286,24 +393,28 @@ impl Upstreams {
     }
 
     /// Takes back a connection whose exchange ended cleanly.
-    fn give_back(&self, endpoint: SocketAddr, mut conn: Connection) {
+    fn give_back(&self, key: PoolKey, mut conn: Connection) {
         conn.idle(self.now.get());
         let mut pool = self.http1.borrow_mut();
-        let idle = pool.entry(endpoint).or_default();
+        let idle = pool.entry(key).or_default();
         if idle.len() < MAX_IDLE_PER_ENDPOINT {
             idle.push(conn);
         }
     }
 
     /// Drops idle connections the backend closed (they would sit in CLOSE_WAIT) or
-    /// that waited longer than [`IDLE_TIMEOUT`], and the pools left empty (endpoints
-    /// gone from the config).
+    /// that waited longer than [`IDLE_TIMEOUT`], the pools left empty (endpoints
+    /// gone from the config), and the TLS client configs of settings no snapshot
+    /// holds any more.
     pub(crate) fn sweep_idle(&self) {
         let now = self.now.get();
         self.http1.borrow_mut().retain(|_, idle| {
             idle.retain(|conn| conn.idle_for(now) < IDLE_TIMEOUT && conn.still_open());
             !idle.is_empty()
         });
+        self.tls
+            .borrow_mut()
+            .retain(|_, (settings, _)| Arc::strong_count(settings) > 1);
     }
 
     /// Drops every idle connection (on drain).
@@ -311,23 +422,6 @@ impl Upstreams {
         self.http1.borrow_mut().clear();
         self.h2c.borrow_mut().clear();
     }
-}
-
-/// A new HTTP/1.1 connection to `endpoint` that allows an upgrade, driven by its
-/// own task (which ends when the connection closes; errors surface on the request
-/// side).
-async fn connect_upgradable(
-    endpoint: SocketAddr,
-) -> Result<hyper_http1::SendRequest<RequestBody>, UpstreamError> {
-    let stream = connect_tcp(endpoint).await?;
-    let (sender, connection) = hyper_http1::Builder::new()
-        .handshake(TokioIo::new(stream))
-        .await
-        .map_err(|_| UpstreamError::Connect)?;
-    tokio::task::spawn_local(async move {
-        let _ = connection.with_upgrades().await;
-    });
-    Ok(sender)
 }
 
 /// A TCP connection to `endpoint` (within the connect timeout), `TCP_NODELAY` set.

@@ -2,17 +2,18 @@ use std::net::SocketAddr;
 
 use tokio::net::{TcpListener, TcpStream};
 
-use super::Upstreams;
 use super::http1::Connection;
+use super::{PoolKey, UpstreamStream, Upstreams};
 
-/// Opens a connection to a fresh listener; returns the endpoint, our side and the
-/// accepted side.
-async fn connection() -> (SocketAddr, Connection, TcpStream) {
+/// Opens a connection to a fresh listener; returns its clear-text pool key, our
+/// side and the accepted side.
+async fn connection() -> (PoolKey, Connection, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = listener.local_addr().unwrap();
+    let endpoint: SocketAddr = listener.local_addr().unwrap();
     let ours = TcpStream::connect(endpoint).await.unwrap();
     let (theirs, _) = listener.accept().await.unwrap();
-    (endpoint, Connection::new(ours), theirs)
+    let key = (endpoint, 0);
+    (key, Connection::new(UpstreamStream::Tcp(ours)), theirs)
 }
 
 #[tokio::test]
