@@ -5,7 +5,8 @@
 use crate::load::load_path;
 use crate::model::{
     ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig, GatewayConfig, GrpcRoute,
-    HttpRoute, Namespace, ObjectKey, ReferenceGrant, Resource, Secret, Service, TlsRoute,
+    HttpRoute, L4Route, ListenerSet, Namespace, ObjectKey, ReferenceGrant, Resource, Secret,
+    Service, TlsRoute,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,6 +30,12 @@ pub struct Store {
     pub grpc_routes: BTreeMap<NamespacedName, GrpcRoute>,
     /// TLSRoutes.
     pub tls_routes: BTreeMap<NamespacedName, TlsRoute>,
+    /// TCPRoutes (refused: Culvert carries no TCP).
+    pub tcp_routes: BTreeMap<NamespacedName, L4Route>,
+    /// UDPRoutes (refused: Culvert carries no UDP).
+    pub udp_routes: BTreeMap<NamespacedName, L4Route>,
+    /// ListenerSets (refused: Culvert merges none into Gateways).
+    pub listener_sets: BTreeMap<NamespacedName, ListenerSet>,
     /// ReferenceGrants.
     pub reference_grants: BTreeMap<NamespacedName, ReferenceGrant>,
     /// Namespaces by name.
@@ -100,6 +107,18 @@ impl Store {
                 self.tls_routes
                     .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
             }
+            Resource::TcpRoute(o) => {
+                self.tcp_routes
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::UdpRoute(o) => {
+                self.udp_routes
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
+            Resource::ListenerSet(o) => {
+                self.listener_sets
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
             Resource::ReferenceGrant(o) => {
                 self.reference_grants
                     .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
@@ -150,6 +169,9 @@ impl Store {
             "HTTPRoute" => self.http_routes.remove(&nn).is_some(),
             "GRPCRoute" => self.grpc_routes.remove(&nn).is_some(),
             "TLSRoute" => self.tls_routes.remove(&nn).is_some(),
+            "TCPRoute" => self.tcp_routes.remove(&nn).is_some(),
+            "UDPRoute" => self.udp_routes.remove(&nn).is_some(),
+            "ListenerSet" => self.listener_sets.remove(&nn).is_some(),
             "ReferenceGrant" => self.reference_grants.remove(&nn).is_some(),
             "Namespace" => self.namespaces.remove(&key.name).is_some(),
             "Service" => self.services.remove(&nn).is_some(),
@@ -170,6 +192,9 @@ impl Store {
             "HTTPRoute" => self.http_routes.clear(),
             "GRPCRoute" => self.grpc_routes.clear(),
             "TLSRoute" => self.tls_routes.clear(),
+            "TCPRoute" => self.tcp_routes.clear(),
+            "UDPRoute" => self.udp_routes.clear(),
+            "ListenerSet" => self.listener_sets.clear(),
             "ReferenceGrant" => self.reference_grants.clear(),
             "Namespace" => self.namespaces.clear(),
             "Service" => self.services.clear(),

@@ -71,12 +71,20 @@ const fn with_status(mut watched: WatchedKind) -> WatchedKind {
 /// of client certificate validation (Gateway `spec.tls.frontend`); Secrets are
 /// watched only of type `kubernetes.io/tls`, the only type a listener's
 /// `certificateRefs` may name.
+///
+/// TCPRoute, UDPRoute and ListenerSet are watched only so that translation can
+/// refuse them in their status. TCPRoute and UDPRoute are `v1` from Gateway API
+/// v1.6 on; with older CRDs (or none) the list answers 404 and the kind counts as
+/// listed and empty, like any CRD that is not installed.
 pub const WATCHED: &[WatchedKind] = &[
     with_status(kind(GATEWAY_API, "v1", "GatewayClass", "gatewayclasses")),
     with_status(kind(GATEWAY_API, "v1", "Gateway", "gateways")),
     with_status(kind(GATEWAY_API, "v1", "HTTPRoute", "httproutes")),
     with_status(kind(GATEWAY_API, "v1", "GRPCRoute", "grpcroutes")),
     with_status(kind(GATEWAY_API, "v1", "TLSRoute", "tlsroutes")),
+    with_status(kind(GATEWAY_API, "v1", "TCPRoute", "tcproutes")),
+    with_status(kind(GATEWAY_API, "v1", "UDPRoute", "udproutes")),
+    with_status(kind(GATEWAY_API, "v1", "ListenerSet", "listenersets")),
     kind(GATEWAY_API, "v1", "ReferenceGrant", "referencegrants"),
     kind("", "v1", "Namespace", "namespaces"),
     kind("", "v1", "Service", "services"),

@@ -66,6 +66,10 @@ pub struct GatewaySpec {
     /// Labels, annotations and parameters for the infrastructure the Gateway gets.
     #[serde(default)]
     pub infrastructure: Option<Infrastructure>,
+    /// Which ListenerSets may attach. Culvert merges none; translation reports
+    /// that on the Gateway instead of refusing it.
+    #[serde(default)]
+    pub allowed_listeners: Option<AllowedListeners>,
     /// Gateway-wide TLS settings: client certificate validation per port, the
     /// client certificate shown to backends.
     #[serde(default)]
@@ -136,6 +140,35 @@ pub struct AllowedRoutes {
     /// Route kinds; empty means the kinds the protocol supports.
     #[serde(default)]
     pub kinds: Vec<RouteGroupKind>,
+}
+
+/// `Gateway.spec.allowedListeners`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowedListeners {
+    /// Namespaces ListenerSets may come from.
+    #[serde(default)]
+    pub namespaces: Option<ListenerNamespaces>,
+}
+
+/// `allowedListeners.namespaces`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenerNamespaces {
+    /// `None` (default), `Same`, `All` or `Selector`.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// For `Selector`.
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+}
+
+impl AllowedListeners {
+    /// Whether ListenerSets from some namespace may attach (`from` is not `None`).
+    pub fn admits_any(&self) -> bool {
+        self.namespaces
+            .as_ref()
+            .and_then(|n| n.from.as_deref())
+            .is_some_and(|from| from != "None")
+    }
 }
 
 /// `allowedRoutes.namespaces`.
@@ -276,6 +309,14 @@ pub struct GatewayStatus {
     /// Per-listener status.
     #[serde(default)]
     pub listeners: Vec<ListenerStatus>,
+    /// How many ListenerSets are attached: written (always 0) when ListenerSets
+    /// name the Gateway or it admits some, since Culvert merges none.
+    #[serde(
+        rename = "attachedListenerSets",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub attached_listener_sets: Option<i32>,
 }
 
 /// Status of one listener.

@@ -10,6 +10,7 @@ mod culvert;
 mod gateway;
 mod grant;
 mod k8s;
+mod listener_set;
 mod meta;
 mod route;
 
@@ -18,22 +19,24 @@ pub use culvert::{
     GatewayConfigSpec, TunnelConfig,
 };
 pub use gateway::{
-    AllowedRoutes, FrontendTls, FrontendTlsConfig, FrontendValidation, Gateway, GatewayAddress,
-    GatewayClass, GatewayClassSpec, GatewayClassStatus, GatewaySpec, GatewayStatus, GatewayTls,
-    Infrastructure, Listener, ListenerStatus, ListenerTls, LocalParametersReference,
-    ParametersReference, PerPortTls, RouteGroupKind, RouteNamespaces, SecretObjectReference,
+    AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig, FrontendValidation, Gateway,
+    GatewayAddress, GatewayClass, GatewayClassSpec, GatewayClassStatus, GatewaySpec, GatewayStatus,
+    GatewayTls, Infrastructure, Listener, ListenerNamespaces, ListenerStatus, ListenerTls,
+    LocalParametersReference, ParametersReference, PerPortTls, RouteGroupKind, RouteNamespaces,
+    SecretObjectReference,
 };
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{
     ConfigMap, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointTarget,
     Namespace, Secret, Service, ServicePort, ServiceSpec,
 };
+pub use listener_set::{ListenerSet, ListenerSetParentRef, ListenerSetSpec, ListenerSetStatus};
 pub use meta::{Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta};
 pub use route::{
     BackendObjectReference, BackendRef, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule,
     GrpcRouteSpec, HttpRoute, HttpRouteMatch, HttpRouteRetry, HttpRouteRule, HttpRouteSpec,
-    HttpRouteTimeouts, ParentReference, PathMatch, RouteFilter, RouteObject, RouteParentStatus,
-    RouteStatus, StringMatch, TlsRoute, TlsRouteRule, TlsRouteSpec, Unknown,
+    HttpRouteTimeouts, L4Route, L4RouteSpec, ParentReference, PathMatch, RouteFilter, RouteObject,
+    RouteParentStatus, RouteStatus, StringMatch, TlsRoute, TlsRouteRule, TlsRouteSpec, Unknown,
 };
 
 use serde::de::DeserializeOwned;
@@ -56,6 +59,12 @@ pub enum Resource {
     GrpcRoute(GrpcRoute),
     /// `TLSRoute`.
     TlsRoute(TlsRoute),
+    /// `TCPRoute`: read to be refused, since Culvert carries no TCP.
+    TcpRoute(L4Route),
+    /// `UDPRoute`: read to be refused, since Culvert carries no UDP.
+    UdpRoute(L4Route),
+    /// `ListenerSet`: read to be refused, since Culvert merges none.
+    ListenerSet(ListenerSet),
     /// `ReferenceGrant`.
     ReferenceGrant(ReferenceGrant),
     /// `Namespace`.
@@ -183,6 +192,18 @@ impl Resource {
                 check("v1")?;
                 Self::TlsRoute(decode(&kind, value)?)
             }
+            (GATEWAY_GROUP, "TCPRoute") => {
+                check("v1")?;
+                Self::TcpRoute(decode(&kind, value)?)
+            }
+            (GATEWAY_GROUP, "UDPRoute") => {
+                check("v1")?;
+                Self::UdpRoute(decode(&kind, value)?)
+            }
+            (GATEWAY_GROUP, "ListenerSet") => {
+                check("v1")?;
+                Self::ListenerSet(decode(&kind, value)?)
+            }
             (GATEWAY_GROUP, "ReferenceGrant") => {
                 check("v1, v1beta1")?;
                 Self::ReferenceGrant(decode(&kind, value)?)
@@ -229,6 +250,9 @@ impl Resource {
             Self::HttpRoute(o) => ("HTTPRoute", &o.metadata),
             Self::GrpcRoute(o) => ("GRPCRoute", &o.metadata),
             Self::TlsRoute(o) => ("TLSRoute", &o.metadata),
+            Self::TcpRoute(o) => ("TCPRoute", &o.metadata),
+            Self::UdpRoute(o) => ("UDPRoute", &o.metadata),
+            Self::ListenerSet(o) => ("ListenerSet", &o.metadata),
             Self::ReferenceGrant(o) => ("ReferenceGrant", &o.metadata),
             Self::Namespace(o) => ("Namespace", &o.metadata),
             Self::Service(o) => ("Service", &o.metadata),

@@ -1,5 +1,7 @@
 //! `HTTPRoute`, `GRPCRoute` and `TLSRoute` (gateway.networking.k8s.io/v1), their
-//! shared parent and backend references, and route status.
+//! shared parent and backend references, and route status; `TCPRoute` and
+//! `UDPRoute` as far as Culvert reads them, which is their parents only (Culvert
+//! carries neither kind, and says so in their status).
 //!
 //! Every struct whose fields carry routing restrictions keeps the fields it does not
 //! know in `unknown`, so translation can refuse them (`UnsupportedValue`) instead of
@@ -364,4 +366,26 @@ pub struct TlsRouteRule {
     /// Unrecognised fields.
     #[serde(flatten)]
     pub unknown: Unknown,
+}
+
+/// A `TCPRoute` or `UDPRoute` (v1, standard since Gateway API v1.6). Culvert has no
+/// TCP or UDP listener, so it reads only what it needs to refuse the route on each
+/// of its Gateways: the parents. Nothing else is kept, because nothing else is ever
+/// served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct L4Route {
+    /// Metadata.
+    pub metadata: ObjectMeta,
+    /// Spec.
+    #[serde(default)]
+    pub spec: L4RouteSpec,
+}
+
+/// The part of `TCPRoute.spec` and `UDPRoute.spec` Culvert reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct L4RouteSpec {
+    /// Parents.
+    #[serde(default)]
+    pub parent_refs: Vec<ParentReference>,
 }

@@ -32,6 +32,45 @@ fn unserved_versions_are_refused() {
 }
 
 #[test]
+fn kinds_read_only_to_be_refused_decode_at_v1() {
+    for kind in ["TCPRoute", "UDPRoute"] {
+        let route = Resource::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "r", "namespace": "n"},
+            "spec": {"parentRefs": [{"name": "edge", "sectionName": "db"}],
+                     "rules": [{"backendRefs": [{"name": "db", "port": 5432}]}]}
+        }))
+        .unwrap();
+        assert_eq!(route.key(), ObjectKey::new(kind, "n", "r"));
+        let (Resource::TcpRoute(route) | Resource::UdpRoute(route)) = route else {
+            panic!("{kind} is not an L4 route")
+        };
+        assert_eq!(
+            route.spec.parent_refs[0].section_name.as_deref(),
+            Some("db")
+        );
+        // The experimental channel's v1alpha2 is not served by the standard CRDs.
+        let error = Resource::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1alpha2", "kind": kind,
+            "metadata": {"name": "r"}, "spec": {}
+        }))
+        .unwrap_err();
+        assert!(matches!(error, Error::UnservedVersion { .. }), "{error}");
+    }
+    let set = Resource::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+        "metadata": {"name": "s", "namespace": "n"},
+        "spec": {"parentRef": {"name": "edge"},
+                 "listeners": [{"name": "a", "port": 80, "protocol": "HTTP"}]}
+    }))
+    .unwrap();
+    let Resource::ListenerSet(set) = set else {
+        panic!("not a ListenerSet")
+    };
+    assert_eq!(set.spec.parent_ref.name, "edge");
+}
+
+#[test]
 fn schema_errors_name_the_field() {
     let error = Resource::from_value(json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "g"},

@@ -27,6 +27,16 @@ pub(crate) struct ParentOutcome {
     pub(crate) listeners: Vec<usize>,
 }
 
+/// The position of each Gateway among `gateways`, by namespace and name: how a
+/// `parentRef` finds its Gateway.
+pub(crate) fn index(gateways: &[GatewayState]) -> BTreeMap<NamespacedName, usize> {
+    gateways
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.key.clone(), i))
+        .collect()
+}
+
 /// Attaches a route to its parents. Parents that are not Gateways Culvert owns get no
 /// outcome: another controller reports on them.
 pub(crate) fn attach(

@@ -16,6 +16,8 @@ pub(crate) const SUPPORTED_VERSION: &str = "SupportedVersion";
 /// `InsecureFrontendValidationMode`: a Gateway port lets clients without a valid
 /// certificate through.
 pub(crate) const INSECURE_FRONTEND_VALIDATION_MODE: &str = "InsecureFrontendValidationMode";
+/// `AttachedListenerSets` (Gateway).
+pub(crate) const ATTACHED_LISTENER_SETS: &str = "AttachedListenerSets";
 
 /// Reasons used by translation.
 pub(crate) mod reason {
@@ -45,6 +47,9 @@ pub(crate) mod reason {
     pub(crate) const NO_MATCHING_PARENT: &str = "NoMatchingParent";
     pub(crate) const BACKEND_NOT_FOUND: &str = "BackendNotFound";
     pub(crate) const INVALID_KIND: &str = "InvalidKind";
+    pub(crate) const NOT_ALLOWED: &str = "NotAllowed";
+    pub(crate) const LISTENER_SETS_NOT_ALLOWED: &str = "ListenerSetsNotAllowed";
+    pub(crate) const NO_LISTENER_SETS_ATTACHED: &str = "NoListenerSetsAttached";
 }
 
 /// A condition still to be written: type, truth, reason, message.

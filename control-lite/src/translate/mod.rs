@@ -6,7 +6,9 @@
 //! rule translation (`routes`, `backends`), cross-namespace hostname conflicts
 //! (`conflicts`), then assembly per data plane (`planes`), where each route is also
 //! compiled alone by the router so a route the router refuses is reported, not
-//! served. Start at [`translate`].
+//! served. Objects Culvert reads but cannot honour are refused in their status, not
+//! ignored: TCPRoutes and UDPRoutes (`l4_routes`), ListenerSets (`listener_sets`).
+//! Start at [`translate`].
 
 mod attach;
 mod backends;
@@ -15,6 +17,8 @@ mod client_validation;
 mod conditions;
 mod conflicts;
 mod gateways;
+mod l4_routes;
+mod listener_sets;
 mod listeners;
 mod planes;
 mod references;
@@ -122,7 +126,14 @@ pub fn translate(store: &Store, options: &Options) -> Translation {
         .collect();
     conflicts::resolve(&mut routes, &gateways, &privileged);
     let data_planes = planes::assemble(store, &mut routes, &mut gateways);
-    status::build(store, options, &classes, &gateways, &routes, data_planes)
+    let mut translation = status::build(store, options, &classes, &gateways, &routes, data_planes);
+    translation.routes.extend(l4_routes::statuses(
+        store,
+        &gateways,
+        &options.controller_name,
+    ));
+    listener_sets::report(store, &gateways, &mut translation);
+    translation
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `DataPlaneConfig` per data plane.
 
 use super::DataPlaneId;
-use super::attach::{ParentOutcome, RouteView, attach};
+use super::attach::{ParentOutcome, RouteView, attach, index};
 use super::certificates::tls_pair;
 use super::conditions::{Verdict, reason};
 use super::gateways::GatewayState;
@@ -41,11 +41,7 @@ pub(crate) struct RouteState {
 
 /// Attaches and translates every route.
 pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteState> {
-    let by_key: BTreeMap<NamespacedName, usize> = gateways
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.key.clone(), i))
-        .collect();
+    let by_key = index(gateways);
     let mut out = Vec::new();
     let context = Context {
         store,

@@ -10,7 +10,8 @@ use super::conditions::{
 use super::gateways::{ClassState, GatewayState};
 use super::planes::RouteState;
 use crate::model::{
-    GatewayClassStatus, GatewayStatus, ListenerStatus, ObjectKey, RouteParentStatus, RouteStatus,
+    GatewayClassStatus, GatewayStatus, ListenerSetStatus, ListenerStatus, ObjectKey,
+    RouteParentStatus, RouteStatus,
 };
 use crate::store::{NamespacedName, Store};
 use culvert_router::config::DataPlaneConfig;
@@ -26,8 +27,12 @@ pub struct Translation {
     /// Status of every Gateway Culvert owns.
     pub gateways: BTreeMap<NamespacedName, GatewayStatus>,
     /// Status of every route with at least one parent Culvert owns (key kind is
-    /// `HTTPRoute`, `GRPCRoute` or `TLSRoute`).
+    /// `HTTPRoute`, `GRPCRoute` or `TLSRoute`, or `TCPRoute` or `UDPRoute`, which
+    /// are always refused).
     pub routes: BTreeMap<ObjectKey, RouteStatus>,
+    /// Status of every ListenerSet whose parent is a Gateway Culvert owns (always
+    /// refused: Culvert merges no ListenerSet).
+    pub listener_sets: BTreeMap<NamespacedName, ListenerSetStatus>,
     /// Which data plane serves each accepted Gateway.
     pub gateway_planes: BTreeMap<NamespacedName, DataPlaneId>,
 }
@@ -110,6 +115,7 @@ pub(super) fn build(
                 addresses: gateway.addresses.clone(),
                 conditions,
                 listeners,
+                attached_listener_sets: None,
             };
             (gateway.key.clone(), status)
         })
@@ -147,6 +153,7 @@ pub(super) fn build(
         gateway_classes,
         gateways: gateway_statuses,
         routes: route_statuses,
+        listener_sets: BTreeMap::new(),
         gateway_planes,
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! The merge keeps what is not Culvert's: a route's `status.parents` entries of
 //! other controllers stay as they are, in place, and only entries whose
-//! `controllerName` is Culvert's are replaced or removed. A condition keeps its
+//! `controllerName` is Culvert's are replaced or removed. A GatewayClass, Gateway
+//! or ListenerSet has one owner, the controller of its (parent's) class, so
+//! Culvert's fields replace the stored ones. A condition keeps its
 //! `lastTransitionTime` while its status does not change. An object whose merged
 //! status equals the stored one gets no write at all.
 
@@ -14,8 +16,8 @@ use serde_json::{Map, Value, json};
 
 use crate::mirror::Observed;
 
-/// The kinds whose status Culvert writes, as translation names them.
-const ROUTE_KINDS: [&str; 3] = ["HTTPRoute", "GRPCRoute", "TLSRoute"];
+/// The route kinds whose status Culvert writes, as translation names them.
+const ROUTE_KINDS: [&str; 5] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
 
 /// The status `key` should have, or `None` when the stored one is already right
 /// (or Culvert has nothing to say about the object).
@@ -28,7 +30,7 @@ pub fn desired(
 ) -> Option<Value> {
     let ours = ours(translation, key)?;
     let merged = match key.kind.as_str() {
-        "GatewayClass" | "Gateway" => merge_owned(&observed.status, ours, now),
+        "GatewayClass" | "Gateway" | "ListenerSet" => merge_owned(&observed.status, ours, now),
         _ => merge_parents(&observed.status, ours, controller_name, now),
     };
     (merged != observed.status).then_some(merged)
@@ -52,6 +54,12 @@ pub fn candidates<'o>(
                 .map(|(namespace, name)| ObjectKey::new("Gateway", namespace, name)),
         )
         .chain(translation.routes.keys().cloned())
+        .chain(
+            translation
+                .listener_sets
+                .keys()
+                .map(|(namespace, name)| ObjectKey::new("ListenerSet", namespace, name)),
+        )
         .collect();
     for (key, observed) in observed {
         let stale = ROUTE_KINDS.contains(&key.kind.as_str())
@@ -66,14 +74,20 @@ pub fn candidates<'o>(
     keys
 }
 
-/// Culvert's part of the status of `key`, as JSON: the whole status of a class or
-/// Gateway; the parent entries of a route (an empty list when it has none).
+/// Culvert's part of the status of `key`, as JSON: the whole status of a class,
+/// Gateway or ListenerSet; the parent entries of a route (an empty list when it has
+/// none).
 fn ours(translation: &Translation, key: &ObjectKey) -> Option<Value> {
     let value = match key.kind.as_str() {
         "GatewayClass" => serde_json::to_value(translation.gateway_classes.get(&key.name)?),
         "Gateway" => serde_json::to_value(
             translation
                 .gateways
+                .get(&(key.namespace.clone(), key.name.clone()))?,
+        ),
+        "ListenerSet" => serde_json::to_value(
+            translation
+                .listener_sets
                 .get(&(key.namespace.clone(), key.name.clone()))?,
         ),
         kind if ROUTE_KINDS.contains(&kind) => match translation.routes.get(key) {
@@ -85,8 +99,8 @@ fn ours(translation: &Translation, key: &ObjectKey) -> Option<Value> {
     value.ok()
 }
 
-/// A class's or Gateway's status: Culvert's fields replace the stored ones, other
-/// fields stay; conditions keep their transition times.
+/// A class's, Gateway's or ListenerSet's status: Culvert's fields replace the
+/// stored ones, other fields stay; conditions keep their transition times.
 fn merge_owned(stored: &Value, mut ours: Value, now: &str) -> Value {
     let mut merged = stored.as_object().cloned().unwrap_or_default();
     stamp(ours.get_mut("conditions"), stored.get("conditions"), now);

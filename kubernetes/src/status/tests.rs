@@ -136,6 +136,7 @@ fn gateway_status_keeps_foreign_fields_and_listener_times() {
                 attached_routes: 2,
                 conditions: vec![condition("Programmed", true, "Programmed")],
             }],
+            attached_listener_sets: None,
         },
     );
     let stored = json!({
@@ -173,5 +174,52 @@ fn refusals_name_what_is_wrong() {
     assert_eq!(
         refusals("Gateway", &gateway, OURS),
         vec![("HostnameConflict".to_owned(), "h".to_owned())]
+    );
+}
+
+#[test]
+fn refused_tcp_routes_and_listener_sets_are_written_like_their_kinds() {
+    // A TCPRoute's entry is merged beside other controllers' like any route's, and
+    // its refusal becomes an event.
+    let (routes, _) = route_translation("edge", false);
+    let tcp = ObjectKey::new("TCPRoute", "default", "web");
+    let mut translation = Translation::default();
+    translation
+        .routes
+        .insert(tcp.clone(), routes.routes.into_values().next().unwrap());
+    let theirs = json!({"parentRef": {"name": "theirs"}, "controllerName": "example.com/other", "conditions": []});
+    let wanted = desired(
+        &translation,
+        &tcp,
+        &observed(json!({"parents": [theirs.clone()]})),
+        OURS,
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(wanted["parents"][0], theirs);
+    assert_eq!(wanted["parents"][1]["conditions"][0]["status"], "False");
+    assert_eq!(
+        refusals("TCPRoute", &wanted, OURS),
+        vec![("NotAllowedByListeners".to_owned(), String::new())]
+    );
+    // A ListenerSet's status is Culvert's whole when its Gateway is Culvert's.
+    let set = ObjectKey::new("ListenerSet", "default", "extra");
+    translation.listener_sets.insert(
+        ("default".to_owned(), "extra".to_owned()),
+        culvert_control_lite::model::ListenerSetStatus {
+            conditions: vec![condition("Accepted", false, "NotAllowed")],
+        },
+    );
+    let keys = candidates(&translation, std::iter::empty(), OURS);
+    assert!(keys.contains(&tcp) && keys.contains(&set), "{keys:?}");
+    let stored = json!({"conditions": [{"type": "Accepted", "status": "Unknown", "reason": "Pending",
+                                        "message": "Waiting for controller", "lastTransitionTime": "1970-01-01T00:00:00Z"}]});
+    let wanted = desired(&translation, &set, &observed(stored), OURS, NOW).unwrap();
+    assert_eq!(wanted["conditions"].as_array().unwrap().len(), 1);
+    assert_eq!(wanted["conditions"][0]["reason"], "NotAllowed");
+    assert_eq!(wanted["conditions"][0]["lastTransitionTime"], NOW);
+    assert_eq!(
+        refusals("ListenerSet", &wanted, OURS),
+        vec![("NotAllowed".to_owned(), String::new())]
     );
 }
