@@ -48,6 +48,7 @@ pub(crate) mod reason {
     pub(crate) const BACKEND_NOT_FOUND: &str = "BackendNotFound";
     pub(crate) const INVALID_KIND: &str = "InvalidKind";
     pub(crate) const NOT_ALLOWED: &str = "NotAllowed";
+    pub(crate) const TOO_MANY_LISTENERS: &str = "TooManyListeners";
     pub(crate) const LISTENER_SETS_NOT_ALLOWED: &str = "ListenerSetsNotAllowed";
     pub(crate) const NO_LISTENER_SETS_ATTACHED: &str = "NoListenerSetsAttached";
 }

@@ -1,6 +1,8 @@
 //! GatewayClasses and Gateways: which belong to Culvert, their parameters, addresses
-//! and listeners, and which data plane serves each.
+//! and listeners, and which data plane serves each (within the listener budgets of
+//! `budget`).
 
+use super::budget;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::listeners::{self, ListenerState, Transport};
@@ -121,9 +123,15 @@ pub(crate) fn gateways(
         })
         .collect();
     states.sort_by(|a, b| (&a.creation_timestamp, &a.key).cmp(&(&b.creation_timestamp, &b.key)));
+    for state in &mut states {
+        budget::refuse_oversized(state);
+    }
     resolve_shared_plane_conflicts(&mut states);
     for state in &mut states {
         state.accepted = gateway_verdict(state.accepted.clone(), &state.listeners);
+    }
+    budget::fit_planes(&mut states);
+    for state in &mut states {
         if !state.accepted.status || state.address_problem.is_some() {
             state.plane = None;
         }

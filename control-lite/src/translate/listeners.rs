@@ -104,6 +104,12 @@ impl ListenerState {
             reason: why,
             message: message.clone(),
         };
+        self.refuse(why, message);
+    }
+
+    /// Refuses the listener: nothing attaches to it and the data plane does not
+    /// serve it.
+    pub(crate) fn refuse(&mut self, why: &'static str, message: String) {
         self.accepted = Verdict::no(why, message);
         self.supported_kinds.clear();
     }

@@ -2,7 +2,8 @@
 //! `DataPlaneConfig` per data plane plus every status condition Culvert owns.
 //!
 //! Order of work: classes (`gateways::classes`), Gateways and their listeners
-//! (`gateways::gateways`, `listeners`), route attachment per parentRef (`attach`),
+//! (`gateways::gateways`, `listeners`, within the listener budgets of `budget`),
+//! route attachment per parentRef (`attach`),
 //! rule translation (`routes`, `backends`), cross-namespace hostname conflicts
 //! (`conflicts`), then assembly per data plane (`planes`), where each route is also
 //! compiled alone by the router so a route the router refuses is reported, not
@@ -12,6 +13,7 @@
 
 mod attach;
 mod backends;
+mod budget;
 mod certificates;
 mod client_validation;
 mod conditions;
@@ -25,6 +27,7 @@ mod references;
 mod routes;
 mod status;
 
+pub use budget::{LISTENERS_PER_GATEWAY, LISTENERS_PER_PLANE};
 pub use status::Translation;
 
 use crate::model::GatewayAddress;

@@ -1,8 +1,10 @@
 //! Translation rules that the conformance vectors do not pin down: hostname
 //! conflicts, privileged namespaces, refusal of unsupported fields, fail-closed
-//! backends, endpoint resolution and dedicated data planes; the refusal of kinds
-//! Culvert reads but does not carry in the files below.
+//! backends, endpoint resolution and dedicated data planes. The files below hold
+//! one concern each: listener budgets, and the refusal of kinds Culvert reads but
+//! does not carry.
 
+mod budget;
 mod l4_routes;
 mod listener_sets;
 
