@@ -6,8 +6,9 @@ use super::budget;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::listeners::{self, ListenerState, Transport};
+use super::redirect;
 use super::{AddressError, DataPlaneId, Options};
-use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass};
+use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass, GatewayConfig};
 use crate::store::{NamespacedName, Store};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -80,6 +81,8 @@ pub(crate) struct GatewayState {
     pub(crate) insecure_frontend_validation: bool,
     /// `None` when the Gateway is not accepted and so not served.
     pub(crate) plane: Option<DataPlaneId>,
+    /// The status code of the HTTPS redirect it asks for (`redirect`).
+    pub(crate) https_redirect: Option<u16>,
 }
 
 impl GatewayState {
@@ -113,13 +116,21 @@ pub(crate) fn gateways(
         .iter()
         .filter(|(_, gateway)| classes.contains_key(&gateway.spec.gateway_class_name))
         .map(|(key, gateway)| {
-            gateway_state(
+            let mut state = gateway_state(
                 store,
                 options,
                 key,
                 gateway,
                 &classes[&gateway.spec.gateway_class_name],
-            )
+            );
+            match redirect::policy(gateway, gateway_config(store, key, gateway)) {
+                Ok(code) => state.https_redirect = code,
+                Err(why) if state.accepted.status => {
+                    state.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+                }
+                Err(_) => {}
+            }
+            state
         })
         .collect();
     states.sort_by(|a, b| (&a.creation_timestamp, &a.key).cmp(&(&b.creation_timestamp, &b.key)));
@@ -164,12 +175,7 @@ fn gateway_state(
         .as_ref()
         .and_then(|i| i.parameters_ref.as_ref())
     {
-        let exists = reference.group == CULVERT_GROUP
-            && reference.kind == "GatewayConfig"
-            && store
-                .gateway_configs
-                .contains_key(&(key.0.clone(), reference.name.clone()));
-        if exists {
+        if gateway_config(store, key, gateway).is_some() {
             plane = Some(DataPlaneId::Dedicated(key.clone()));
         } else {
             accepted = Verdict::no(
@@ -239,7 +245,28 @@ fn gateway_state(
         listeners: listeners::validate(gateway, store),
         insecure_frontend_validation: client_validation::insecure_fallback(gateway),
         plane,
+        https_redirect: None,
     }
+}
+
+/// The `GatewayConfig` a Gateway's `infrastructure.parametersRef` names, if it exists.
+fn gateway_config<'s>(
+    store: &'s Store,
+    key: &NamespacedName,
+    gateway: &Gateway,
+) -> Option<&'s GatewayConfig> {
+    let reference = gateway
+        .spec
+        .infrastructure
+        .as_ref()?
+        .parameters_ref
+        .as_ref()?;
+    if reference.group != CULVERT_GROUP || reference.kind != "GatewayConfig" {
+        return None;
+    }
+    store
+        .gateway_configs
+        .get(&(key.0.clone(), reference.name.clone()))
 }
 
 /// Gateway `Accepted`: an earlier refusal stands; otherwise valid listeners decide.

@@ -7,7 +7,7 @@
 //! rule translation (`routes`, `backends`), cross-namespace hostname conflicts
 //! (`conflicts`), then assembly per data plane (`planes`), where each route is also
 //! compiled alone by the router so a route the router refuses is reported, not
-//! served. Objects Culvert reads but cannot honour are refused in their status, not
+//! served, and the HTTPS redirects Gateways ask for are added (`redirect`). Objects Culvert reads but cannot honour are refused in their status, not
 //! ignored: TCPRoutes and UDPRoutes (`l4_routes`), ListenerSets (`listener_sets`).
 //! Start at [`translate`].
 
@@ -23,11 +23,13 @@ mod l4_routes;
 mod listener_sets;
 mod listeners;
 mod planes;
+mod redirect;
 mod references;
 mod routes;
 mod status;
 
 pub use budget::{LISTENERS_PER_GATEWAY, LISTENERS_PER_PLANE};
+pub use redirect::HTTPS_REDIRECT_ANNOTATION;
 pub use status::Translation;
 
 use crate::model::GatewayAddress;

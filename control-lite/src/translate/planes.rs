@@ -7,6 +7,7 @@ use super::certificates::tls_pair;
 use super::conditions::{Verdict, reason};
 use super::gateways::GatewayState;
 use super::listeners::Transport;
+use super::redirect::Plan;
 use super::routes::{self, Translated};
 use crate::model::RouteObject;
 use crate::store::{NamespacedName, Store};
@@ -125,6 +126,8 @@ impl Context<'_> {
 /// Builds each data plane's config from the accepted attachments, compiling every
 /// route alone first: a route the router refuses is reported `UnsupportedValue` and
 /// left out, so it cannot cost the routes already serving. Counts attached routes.
+/// Then adds the HTTPS redirects Gateways ask for (`redirect`), which decide which
+/// hostnames routes keep on redirecting HTTP listeners.
 pub(crate) fn assemble(
     store: &Store,
     routes: &mut [RouteState],
@@ -162,7 +165,10 @@ pub(crate) fn assemble(
         }
     }
     let builder = RouteTableBuilder::new();
-    for route in routes.iter_mut() {
+    // (route, plane, listeners) of every route the router takes, pushed once the
+    // redirects are known.
+    let mut admitted: Vec<(usize, DataPlaneId, Vec<String>)> = Vec::new();
+    for (index, route) in routes.iter_mut().enumerate() {
         let mut per_plane: BTreeMap<DataPlaneId, Vec<String>> = BTreeMap::new();
         for parent in route.parents.iter().filter(|p| p.accepted.status) {
             let gateway = &gateways[parent.gateway];
@@ -185,7 +191,7 @@ pub(crate) fn assemble(
             if listeners.is_empty() {
                 continue;
             }
-            let Some(config) = planes.get_mut(&plane) else {
+            let Some(config) = planes.get(&plane) else {
                 continue;
             };
             let mut probe = DataPlaneConfig {
@@ -193,7 +199,8 @@ pub(crate) fn assemble(
                 listeners: config.listeners.clone(),
                 ..Default::default()
             };
-            push_route(&mut probe, route, listeners.clone());
+            let hostnames = route.hostnames.clone();
+            push_route(&mut probe, route, listeners.clone(), hostnames);
             if let Err(error) = builder.build(&probe) {
                 for parent in route
                     .parents
@@ -205,7 +212,7 @@ pub(crate) fn assemble(
                 }
                 continue;
             }
-            push_route(config, route, listeners);
+            admitted.push((index, plane, listeners));
         }
         for parent in route.parents.iter().filter(|p| p.accepted.status) {
             for &listener in &parent.listeners {
@@ -213,6 +220,17 @@ pub(crate) fn assemble(
             }
         }
     }
+    let redirects = Plan::new(gateways, routes);
+    for (index, plane, listeners) in admitted {
+        let Some(config) = planes.get_mut(&plane) else {
+            continue;
+        };
+        let route = &routes[index];
+        for (listeners, hostnames) in redirects.split(route, gateways, listeners) {
+            push_route(config, route, listeners, hostnames);
+        }
+    }
+    redirects.push_routes(&mut planes);
     planes
 }
 
@@ -242,10 +260,14 @@ fn add_certificates(store: &Store, refs: &[CertificateRef], out: &mut Vec<Certif
     }
 }
 
-fn push_route(config: &mut DataPlaneConfig, route: &RouteState, listeners: Vec<String>) {
+fn push_route(
+    config: &mut DataPlaneConfig,
+    route: &RouteState,
+    listeners: Vec<String>,
+    hostnames: Vec<String>,
+) {
     let (namespace, name) = route.key.clone();
     let creation_timestamp = route.creation_timestamp.clone();
-    let hostnames = route.hostnames.clone();
     match &route.body {
         RouteBody::Http(rules) => config.http_routes.push(HttpRouteConfig {
             namespace,

@@ -1,12 +1,13 @@
 //! Translation rules that the conformance vectors do not pin down: hostname
 //! conflicts, privileged namespaces, refusal of unsupported fields, fail-closed
 //! backends, endpoint resolution and dedicated data planes. The files below hold
-//! one concern each: listener budgets, and the refusal of kinds Culvert reads but
-//! does not carry.
+//! one concern each: listener budgets, the HTTPS redirect, and the refusal of kinds
+//! Culvert reads but does not carry.
 
 mod budget;
 mod l4_routes;
 mod listener_sets;
+mod redirect;
 
 use super::*;
 use crate::model::{ObjectKey, Resource};
