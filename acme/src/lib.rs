@@ -31,6 +31,8 @@ mod issue;
 mod manager;
 mod renewal;
 mod stored;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod validity;
 
 pub use challenge::{ACME_TLS_ALPN, Challenges, Http01Challenges, TlsAlpnChallenges};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use instant_acme::Account;
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, Notify, watch};
 use tokio::task::AbortHandle;
 
 use crate::Error;
@@ -82,6 +82,8 @@ pub struct Manager {
     /// Held for a whole round, so rounds never overlap; caches the account.
     account: Mutex<Option<Account>>,
     status: watch::Sender<Status>,
+    /// Ends [`Manager::run`]'s wait between rounds early.
+    recheck: Notify,
 }
 
 impl Manager {
@@ -98,6 +100,7 @@ impl Manager {
             clock: Arc::new(SystemClock),
             account: Mutex::new(None),
             status: watch::Sender::new(Status::Starting),
+            recheck: Notify::new(),
         })
     }
 
@@ -120,6 +123,13 @@ impl Manager {
     /// The latest outcome of [`Manager::run`], updated after every round.
     pub fn subscribe(&self) -> watch::Receiver<Status> {
         self.status.subscribe()
+    }
+
+    /// Ends the wait of [`Manager::run`] so its next round starts now (or right after
+    /// the one under way). Whether that round orders is still decided by the stored
+    /// certificate and the clock.
+    pub fn recheck_now(&self) {
+        self.recheck.notify_one();
     }
 
     /// One round: reads the stored certificate and, if it is missing, unusable or past
@@ -191,8 +201,8 @@ impl Manager {
 
     /// Runs rounds until `shutdown` completes: after a success, the next round is at
     /// the renewal time (at least a minute and at most twelve hours later); after a
-    /// failure, after the configured backoff. Publishes each outcome to
-    /// [`Manager::subscribe`].
+    /// failure, after the configured backoff; [`Manager::recheck_now`] ends a wait
+    /// early. Publishes each outcome to [`Manager::subscribe`].
     pub async fn run(&self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
         let mut failures = 0u32;
@@ -227,6 +237,7 @@ impl Manager {
             tokio::select! {
                 () = &mut shutdown => return,
                 () = tokio::time::sleep(wait) => {}
+                () = self.recheck.notified() => {}
             }
         }
     }

@@ -25,7 +25,9 @@ pub struct CertificatePaths {
 }
 
 impl CertificatePaths {
-    pub(crate) fn new(state_dir: &Path, first_name: &str) -> Self {
+    /// Where a manager keeps the certificate whose first name is `first_name` (lower
+    /// case), so a reader can find the files without a [`Manager`](crate::Manager).
+    pub fn new(state_dir: &Path, first_name: &str) -> Self {
         let dir = state_dir.join(first_name);
         Self {
             certificate: dir.join("tls.crt"),
