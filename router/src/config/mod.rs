@@ -6,6 +6,7 @@
 //! beyond its shape. Validation happens when `RouteTableBuilder::build` turns the raw
 //! config into a compiled `RouteTable`. Start at [`DataPlaneConfig`].
 
+mod acme;
 mod backend;
 mod certificate;
 mod filter;
@@ -13,6 +14,7 @@ mod grpc;
 mod http_route;
 mod tls;
 
+pub use acme::AcmeListenerConfig;
 pub use backend::{
     AppProtocol, BackendClientCertificate, BackendConfig, BackendTlsConfig, Unavailable,
 };
@@ -140,6 +142,11 @@ pub struct ListenerTlsConfig {
     /// of one address must ask for the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_validation: Option<ClientValidationConfig>,
+    /// The data plane obtains this `HTTPS` listener's certificate for its hostname by
+    /// ACME and keeps it renewed (needs `culvert serve --acme-directory`); may stand
+    /// instead of `certificateRefs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acme: Option<AcmeListenerConfig>,
 }
 
 /// How a listener checks client certificates.

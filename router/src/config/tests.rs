@@ -94,3 +94,32 @@ fn path_match_defaults_to_prefix_slash() {
     assert_eq!(path.kind, PathMatchType::PathPrefix);
     assert_eq!(path.value, "/");
 }
+
+#[test]
+fn acme_listeners_need_https_and_one_exact_hostname() {
+    let config = |protocol: &str, hostname: Option<&str>| {
+        let hostname = hostname.map_or(String::new(), |h| format!(r#", "hostname": "{h}""#));
+        parse(&format!(
+            r#"{{"version": 1, "listeners": [{{"name": "l", "port": 443, "protocol": "{protocol}"{hostname}, "tls": {{"acme": {{}}}}}}]}}"#
+        ))
+        .unwrap()
+    };
+    let exact = config("HTTPS", Some("www.example.com"));
+    assert_eq!(exact.listeners[0].acme_name(), Some("www.example.com"));
+    assert_eq!(exact.listeners[0].acme_refusal(), None);
+    crate::RouteTableBuilder::new().build(&exact).unwrap();
+    for (refused, why) in [
+        (config("HTTPS", Some("*.example.com")), "wildcard"),
+        (config("HTTPS", None), "hostname"),
+        (config("TLS", Some("www.example.com")), "only for HTTPS"),
+    ] {
+        let reason = refused.listeners[0].acme_refusal().unwrap();
+        assert!(reason.contains(why), "{reason}");
+        let err = crate::RouteTableBuilder::new().build(&refused).unwrap_err();
+        assert!(err.to_string().contains(why), "{err}");
+    }
+    let plain =
+        parse(r#"{"version": 1, "listeners": [{"name": "l", "port": 80, "protocol": "HTTP"}]}"#)
+            .unwrap();
+    assert_eq!(plain.listeners[0].acme_name(), None);
+}

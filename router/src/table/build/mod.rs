@@ -142,6 +142,9 @@ impl<'c> Builder<'c> {
             if listener.port == 0 {
                 return Err(fail("port must not be 0".to_owned()));
             }
+            if let Some(reason) = listener.acme_refusal() {
+                return Err(fail(reason));
+            }
             let id = u32::try_from(self.table.listener_info.len())
                 .map_err(|_| fail("too many listeners".to_owned()))?;
             if self.listener_ids.insert(&listener.name, id).is_some() {
