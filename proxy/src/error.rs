@@ -100,6 +100,22 @@ pub enum TlsError {
         /// The listener's name.
         listener: String,
     },
+    /// A listener asks for ACME, but the process has no ACME settings.
+    #[error(
+        "listener {listener:?} asks for tls.acme, but this data plane has no ACME directory (culvert serve --acme-directory)"
+    )]
+    AcmeNotConfigured {
+        /// The listener's name.
+        listener: String,
+    },
+    /// An ACME listener's certificate (or its stand-in) cannot be made.
+    #[error("listener {listener:?}: acme: {reason}")]
+    Acme {
+        /// The listener's name.
+        listener: String,
+        /// What failed.
+        reason: String,
+    },
     /// A listener names a certificate the config does not define.
     #[error(
         "listener {listener:?} refers to certificate {namespace}/{name}, which the config does not define"

@@ -27,6 +27,7 @@
 #![deny(unsafe_code)]
 
 mod access_log;
+mod acme;
 mod config_api;
 mod error;
 mod fast_map;
@@ -41,6 +42,7 @@ mod tls;
 mod worker;
 
 pub use access_log::AccessLog;
+pub use acme::{AcmeCertificates, AcmeClock, AcmeSettings, ChallengeKind};
 pub use config_api::{ConfigApiTlsFiles, MAX_CONFIG_BYTES};
 pub(crate) use error::BoxError;
 pub use error::{Error, TlsError};

@@ -15,6 +15,11 @@
 //! is not ready until every watched kind has been listed, then serves what the
 //! objects say and, while it holds the Lease, writes their status.
 //!
+//! `--acme-directory URL` lets `HTTPS` listeners with `tls.acme` get their certificates
+//! from that ACME server (HTTP-01 answered on the clear-text listeners, or TLS-ALPN-01
+//! on the listener's own port), kept under `--acme-state-dir` and renewed at two thirds
+//! of their lifetime.
+//!
 //! On the first SIGINT/SIGTERM (or `POST /drain`) it drains: readiness goes false,
 //! listeners close, in-flight requests finish within `--drain-grace` (default 30 s),
 //! then it exits 0. A second signal exits at once (after `POST /drain`, the first
@@ -30,7 +35,10 @@ use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
-use culvert_proxy::{ClientLimits, ConfigApiTlsFiles, ManifestSource, ServeConfig, Server};
+use culvert_proxy::{
+    AcmeSettings, ChallengeKind, ClientLimits, ConfigApiTlsFiles, ManifestSource, ServeConfig,
+    Server,
+};
 use culvert_router::{DataPlaneConfig, parse_duration};
 use culvert_wire::HeadLimits;
 
@@ -155,6 +163,51 @@ pub(crate) struct ServeArgs {
     /// may carry nothing either way before it is closed (HAProxy's `timeout tunnel`).
     #[arg(long, default_value = "1h", value_parser = parse_grace)]
     upgraded_idle_timeout: Duration,
+    /// ACME directory URL (Let's Encrypt: `https://acme-v02.api.letsencrypt.org/directory`) that
+    /// certificates of listeners with `tls.acme` come from.
+    #[arg(long)]
+    acme_directory: Option<String>,
+    /// Contact e-mail for the ACME account (repeatable).
+    #[arg(long = "acme-email", requires = "acme_directory")]
+    acme_emails: Vec<String>,
+    /// Where the ACME account and certificates are kept.
+    #[arg(
+        long,
+        default_value = "/var/lib/culvert/acme",
+        requires = "acme_directory"
+    )]
+    acme_state_dir: PathBuf,
+    /// How the ACME server validates names: `http-01` (answered on the clear-text
+    /// listeners, which must include port 80) or `tls-alpn-01` (on port 443).
+    #[arg(long, default_value = "http-01", value_parser = parse_challenge, requires = "acme_directory")]
+    acme_challenge: ChallengeKind,
+    /// Extra root certificates (PEM file) trusted for the ACME directory's TLS.
+    #[arg(long, requires = "acme_directory")]
+    acme_ca_file: Option<PathBuf>,
+}
+
+/// An `--acme-challenge` value.
+fn parse_challenge(text: &str) -> Result<ChallengeKind, String> {
+    match text {
+        "http-01" => Ok(ChallengeKind::Http01),
+        "tls-alpn-01" => Ok(ChallengeKind::TlsAlpn01),
+        other => Err(format!("{other:?} is not http-01 or tls-alpn-01")),
+    }
+}
+
+/// The ACME settings, when `--acme-directory` is given.
+fn acme_settings(args: &ServeArgs) -> anyhow::Result<Option<AcmeSettings>> {
+    let Some(directory) = &args.acme_directory else {
+        return Ok(None);
+    };
+    let mut settings = AcmeSettings::new(directory, &args.acme_state_dir, args.acme_challenge);
+    settings.contacts.clone_from(&args.acme_emails);
+    if let Some(path) = &args.acme_ca_file {
+        let pem = std::fs::read_to_string(path)
+            .with_context(|| format!("reading --acme-ca-file {}", path.display()))?;
+        settings.trust_pem = Some(pem);
+    }
+    Ok(Some(settings))
 }
 
 /// A duration flag: `30s`, `500ms`, `1m`.
@@ -185,6 +238,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     }
     if let Some(workers) = args.workers {
         config = config.with_workers(workers);
+    }
+    if let Some(acme) = acme_settings(args)? {
+        config = config.with_acme(acme);
     }
     let token = args
         .token

@@ -22,6 +22,7 @@ use culvert_router::DataPlaneConfig;
 use tokio::sync::watch;
 
 use crate::ClientLimits;
+use crate::acme::{self, AcmeCertificates, AcmeManagers, AcmeSettings};
 use crate::config_api::{self, ConfigApi, ConfigApiTls, ConfigApiTlsFiles, WorkerLink};
 use crate::metrics::ConfigApiStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
@@ -71,6 +72,9 @@ pub struct ServeConfig {
     /// new one is applied with the next version; `None` in the channel means none
     /// yet, and the plane is not ready until one arrives.
     pub published: Option<watch::Receiver<Option<Arc<DataPlaneConfig>>>>,
+    /// How certificates of listeners with `tls.acme` are obtained; without it such
+    /// a listener is refused.
+    pub acme: Option<AcmeSettings>,
 }
 
 impl Default for ServeConfig {
@@ -90,6 +94,7 @@ impl Default for ServeConfig {
             published: None,
             tunnel: None,
             access_log: None,
+            acme: None,
         }
     }
 }
@@ -190,6 +195,13 @@ impl ServeConfig {
         self
     }
 
+    /// Sets [`ServeConfig::acme`].
+    #[must_use]
+    pub fn with_acme(mut self, acme: AcmeSettings) -> Self {
+        self.acme = Some(acme);
+        self
+    }
+
     /// Sets [`ServeConfig::initial`].
     #[must_use]
     pub fn with_initial(mut self, config: DataPlaneConfig) -> Self {
@@ -211,6 +223,8 @@ pub struct Server {
     drained: Vec<watch::Receiver<bool>>,
     /// The tunnel, if one is served.
     tunnel: Option<Tunnel>,
+    /// The ACME managers, if the plane does ACME.
+    acme: Option<AcmeManagers>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -230,7 +244,16 @@ impl Server {
             .clone()
             .map(ConfigApiTls::load)
             .transpose()?;
-        let cell = Arc::new(SnapshotCell::new());
+        let acme_certificates = config.acme.as_ref().map(|settings| {
+            Arc::new(AcmeCertificates::new(
+                settings.state_dir.clone(),
+                culvert_acme::Challenges::new(),
+            ))
+        });
+        let cell = Arc::new(match &acme_certificates {
+            Some(acme) => SnapshotCell::with_acme(Arc::clone(acme)),
+            None => SnapshotCell::new(),
+        });
         if let Some(initial) = &config.initial {
             cell.apply(initial)?;
         }
@@ -271,7 +294,8 @@ impl Server {
             draining: Arc::new(draining),
             drained: Vec::with_capacity(workers),
             tunnel: None,
-            threads: Vec::with_capacity(workers + 1),
+            acme: None,
+            threads: Vec::with_capacity(workers + 2),
         };
         let forwarding = Forwarding {
             trusted_hops: config.trusted_hops,
@@ -349,6 +373,16 @@ impl Server {
         if let Some(snapshot) = api.cell.load_full() {
             api.stats.config_swapped(snapshot.config_version);
         }
+        if let (Some(settings), Some(certificates)) = (config.acme, acme_certificates) {
+            let (thread, managers) = acme::spawn(
+                settings,
+                certificates,
+                Arc::clone(&server.cell),
+                shutdown_rx.clone(),
+            )?;
+            server.threads.push(thread);
+            server.acme = Some(managers);
+        }
         let thread = config_api::spawn(api, control_listener, shutdown_rx)?;
         server.threads.push(thread);
         Ok(server)
@@ -389,6 +423,23 @@ impl Server {
             // An error is a tunnel that stopped on its own: nothing left to drain.
             let _ = tunnel.closed().await;
         }
+    }
+
+    /// Has every ACME manager run a round now instead of at its next renewal check
+    /// (a manager still keeps a certificate that is not due by its clock). Nothing
+    /// happens without ACME settings.
+    pub fn acme_recheck_now(&self) {
+        if let Some(acme) = &self.acme {
+            acme.recheck_now();
+        }
+    }
+
+    /// The hostnames whose certificates ACME managers keep now.
+    pub fn acme_names(&self) -> Vec<String> {
+        self.acme
+            .as_ref()
+            .map(AcmeManagers::names)
+            .unwrap_or_default()
     }
 
     /// The tunnel, if one is served (for its status).

@@ -21,7 +21,9 @@ use culvert_router::config::ListenerProtocol;
 use culvert_router::{DataPlaneConfig, RouteId, RouteTable, RouteTableBuilder};
 
 use crate::Error;
+use crate::acme::AcmeCertificates;
 use crate::tls::{Termination, TlsSettings, listen_addr};
+use culvert_acme::Http01Challenges;
 
 /// One compiled config: what a request reads.
 #[derive(Debug)]
@@ -42,6 +44,8 @@ pub struct Snapshot {
     /// The addresses with `TLS` (passthrough) listeners, where a connection's
     /// ClientHello is read before anything else is decided.
     by_server_name: BTreeSet<SocketAddr>,
+    /// The HTTP-01 answers clear-text listeners give, when the process does ACME.
+    acme_http01: Option<Http01Challenges>,
 }
 
 /// What a connection accepted on an address gets first.
@@ -57,14 +61,24 @@ pub(crate) enum Accept {
 }
 
 impl Snapshot {
-    /// Compiles `config` into a snapshot. Never touches a socket.
+    /// Compiles `config` into a snapshot. Never touches a socket. A listener with
+    /// `tls.acme` is refused: this process has no ACME settings.
     pub fn compile(config: &DataPlaneConfig) -> Result<Self, Error> {
+        Self::compile_with(config, None)
+    }
+
+    /// Compiles `config`, its ACME listeners served from `acme` (see
+    /// [`AcmeCertificates`]).
+    pub fn compile_with(
+        config: &DataPlaneConfig,
+        acme: Option<&AcmeCertificates>,
+    ) -> Result<Self, Error> {
         let table = Arc::new(
             RouteTableBuilder::new()
                 .build(config)
                 .map_err(Error::ConfigRefused)?,
         );
-        let tls = TlsSettings::build(config, &table)?;
+        let tls = TlsSettings::build(config, &table, acme)?;
         crate::tls::upstream::check_backends(config)?;
         let route_labels = (0u32..)
             .map_while(|id| table.route_info(RouteId(id)))
@@ -85,7 +99,28 @@ impl Snapshot {
             config_version: config.version,
             content_hash: format!("{:016x}", fnv1a64(&canonical)),
             by_server_name,
+            acme_http01: acme.map(|acme| acme.http01().clone()),
         })
+    }
+
+    /// The lower-case hostnames of the config's ACME listeners.
+    pub fn acme_names(&self) -> BTreeSet<String> {
+        self.config
+            .listeners
+            .iter()
+            .filter_map(|listener| listener.acme_name())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    }
+
+    /// The HTTP-01 answer for a request path, if the process does ACME and the path
+    /// is `/.well-known/acme-challenge/<token>` for a token being validated.
+    pub(crate) fn acme_http01_answer(&self, path: &str) -> Option<String> {
+        let store = self.acme_http01.as_ref()?;
+        if store.is_empty() {
+            return None;
+        }
+        store.response_for_path(path)
     }
 
     /// Where tunnel requests enter: the listening address of the first `HTTP`
@@ -133,12 +168,22 @@ pub struct SnapshotCell {
     /// Serializes writers so the version check and the store are one step. Writers
     /// are off the request path; readers never take it.
     writer: Mutex<()>,
+    /// Where ACME listeners' certificates come from, when the process does ACME.
+    acme: Option<Arc<AcmeCertificates>>,
 }
 
 impl SnapshotCell {
     /// An empty cell: nothing is served until a config is applied.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty cell whose snapshots serve ACME listeners from `acme`.
+    pub fn with_acme(acme: Arc<AcmeCertificates>) -> Self {
+        Self {
+            acme: Some(acme),
+            ..Self::default()
+        }
     }
 
     /// The current snapshot. Cheap; do not hold the guard across an `.await`.
@@ -156,7 +201,7 @@ impl SnapshotCell {
     pub fn apply(&self, config: &DataPlaneConfig) -> Result<Arc<Snapshot>, Error> {
         let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.check_version(config.version)?;
-        let snapshot = Arc::new(Snapshot::compile(config)?);
+        let snapshot = Arc::new(Snapshot::compile_with(config, self.acme.as_deref())?);
         self.current.store(Some(Arc::clone(&snapshot)));
         Ok(snapshot)
     }
@@ -172,7 +217,10 @@ impl SnapshotCell {
         if !current.tls.store().files_changed() {
             return Ok(false);
         }
-        let snapshot = Arc::new(Snapshot::compile(&current.config)?);
+        let snapshot = Arc::new(Snapshot::compile_with(
+            &current.config,
+            self.acme.as_deref(),
+        )?);
         self.current.store(Some(snapshot));
         Ok(true)
     }

@@ -85,18 +85,24 @@ impl CertificateStore {
             config.private_key_file.as_deref(),
             "private key",
         )?;
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&chain_pem)
-            .collect::<Result<_, _>>()
-            .map_err(|err| format!("certificate is not PEM: {err}"))?;
-        if chain.is_empty() {
-            return Err("no PEM certificate found".to_owned());
+        certified_key(&chain_pem, &key_pem)
+    }
+
+    /// Reads a chain and key from files, stamping both (a missing file too, so its
+    /// appearance counts as a change). `Ok(None)` when the chain file does not exist.
+    pub(crate) fn load_files(
+        &mut self,
+        chain: &Path,
+        key: &Path,
+    ) -> Result<Option<CertifiedKey>, String> {
+        if !chain.exists() {
+            self.files.push((chain.to_owned(), None));
+            self.files.push((key.to_owned(), FileStamp::of(key)));
+            return Ok(None);
         }
-        let key = PrivateKeyDer::from_pem_slice(&key_pem)
-            .map_err(|err| format!("no PEM private key found: {err}"))?;
-        let provider = crate::crypto_provider();
-        let key = CertifiedKey::from_der(chain, key, &provider)
-            .map_err(|err| format!("key pair refused: {err}"))?;
-        Ok(key)
+        let chain_pem = self.part(None, Some(chain), "certificate")?;
+        let key_pem = self.part(None, Some(key), "private key")?;
+        certified_key(&chain_pem, &key_pem).map(Some)
     }
 
     /// The PEM bytes of one part: inline text, or the file's contents (stamped).
@@ -119,4 +125,18 @@ impl CertificateStore {
             (None, None) => Err(format!("{what} is missing")),
         }
     }
+}
+
+/// A key pair from PEM: the chain (leaf first) and its private key.
+fn certified_key(chain_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|err| format!("certificate is not PEM: {err}"))?;
+    if chain.is_empty() {
+        return Err("no PEM certificate found".to_owned());
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|err| format!("no PEM private key found: {err}"))?;
+    let provider = crate::crypto_provider();
+    CertifiedKey::from_der(chain, key, &provider).map_err(|err| format!("key pair refused: {err}"))
 }

@@ -28,11 +28,16 @@ use culvert_router::{ListenerId, RouteTable};
 use rustls::ServerConfig;
 use rustls::sign::CertifiedKey;
 
+use crate::acme::AcmeCertificates;
 use crate::{Error, TlsError};
+use culvert_acme::ACME_TLS_ALPN;
 use resolver::SniResolver;
 
 /// ALPN protocols offered by `HTTPS` listeners, most preferred first.
 const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+
+/// ALPN protocols offered where an `HTTPS` listener does ACME: TLS-ALPN-01's too.
+const ALPN_WITH_ACME: [&[u8]; 3] = [b"h2", b"http/1.1", ACME_TLS_ALPN];
 
 /// The TLS side of a snapshot: a server config for each address that terminates TLS.
 #[derive(Debug, Default)]
@@ -58,6 +63,8 @@ pub struct Termination {
 struct Terminates<'c> {
     http: bool,
     stream: bool,
+    /// An ACME listener is here: TLS-ALPN-01 handshakes are answered.
+    acme: bool,
     /// The first listener's client validation, and that listener's name.
     validation: Option<(Option<&'c ClientValidationConfig>, &'c str)>,
 }
@@ -66,9 +73,13 @@ impl TlsSettings {
     /// Loads the config's certificates and builds the server configs of every
     /// address with a listener that terminates TLS (`HTTPS`, or `TLS` in mode
     /// `Terminate`). Refuses such a listener without certificates or naming a
-    /// certificate the config does not define.
-    pub fn build(config: &DataPlaneConfig, table: &Arc<RouteTable>) -> Result<Self, Error> {
-        let store = CertificateStore::load(&config.certificates)?;
+    /// certificate the config does not define, and an ACME listener without `acme`.
+    pub fn build(
+        config: &DataPlaneConfig,
+        table: &Arc<RouteTable>,
+        acme: Option<&AcmeCertificates>,
+    ) -> Result<Self, Error> {
+        let mut store = CertificateStore::load(&config.certificates)?;
         let mut per_listener: Vec<Vec<Arc<CertifiedKey>>> =
             vec![Vec::new(); config.listeners.len()];
         let mut addresses = BTreeMap::<SocketAddr, Terminates<'_>>::new();
@@ -81,7 +92,21 @@ impl TlsSettings {
                 .as_ref()
                 .map(|tls| tls.certificate_refs.as_slice())
                 .unwrap_or_default();
-            if refs.is_empty() {
+            let acme_name = listener.acme_name();
+            if let Some(name) = acme_name {
+                let acme = acme.ok_or_else(|| {
+                    Error::Tls(TlsError::AcmeNotConfigured {
+                        listener: listener.name.clone(),
+                    })
+                })?;
+                let key = acme.certificate_for(name, &mut store).map_err(|reason| {
+                    Error::Tls(TlsError::Acme {
+                        listener: listener.name.clone(),
+                        reason,
+                    })
+                })?;
+                per_listener[index].push(key);
+            } else if refs.is_empty() {
                 return Err(Error::Tls(TlsError::NoCertificate {
                     listener: listener.name.clone(),
                 }));
@@ -104,6 +129,7 @@ impl TlsSettings {
                 ListenerProtocol::Https => terminates.http = true,
                 _ => terminates.stream = true,
             }
+            terminates.acme |= acme_name.is_some();
             let validation = listener
                 .tls
                 .as_ref()
@@ -125,10 +151,14 @@ impl TlsSettings {
         let mut by_address = BTreeMap::new();
         let mut streams = BTreeMap::new();
         for (addr, terminates) in addresses {
+            let challenges = acme
+                .filter(|_| terminates.acme)
+                .map(|acme| acme.tls_alpn01().clone());
             let resolver = Arc::new(SniResolver::new(
                 Arc::clone(table),
                 addr,
                 Arc::clone(&per_listener),
+                challenges,
             ));
             let client_auth = match terminates.validation {
                 Some((Some(validation), listener)) => {
@@ -143,7 +173,12 @@ impl TlsSettings {
                 })
             };
             if terminates.http {
-                by_address.insert(addr, termination(&ALPN)?);
+                let alpn: &[&[u8]] = if terminates.acme {
+                    &ALPN_WITH_ACME
+                } else {
+                    &ALPN
+                };
+                by_address.insert(addr, termination(alpn)?);
             }
             if terminates.stream {
                 streams.insert(addr, termination(&[])?);

@@ -1,10 +1,13 @@
 //! Certificate choice during a handshake: SNI → the listener that owns that name on
 //! this address (most specific hostname wins, as for `Host`) → the first of that
-//! listener's certificates that covers the name, else its first certificate.
+//! listener's certificates that covers the name, else its first certificate. On an
+//! address with ACME listeners, a handshake offering ALPN `acme-tls/1` gets the
+//! TLS-ALPN-01 challenge certificate for its name, or nothing.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use culvert_acme::TlsAlpnChallenges;
 use culvert_router::RouteTable;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -17,6 +20,8 @@ pub(super) struct SniResolver {
     bound: SocketAddr,
     /// Certificates by listener index.
     per_listener: Arc<[Vec<Arc<CertifiedKey>>]>,
+    /// The TLS-ALPN-01 answers, on an address with ACME listeners.
+    challenges: Option<TlsAlpnChallenges>,
 }
 
 impl SniResolver {
@@ -24,17 +29,24 @@ impl SniResolver {
         table: Arc<RouteTable>,
         bound: SocketAddr,
         per_listener: Arc<[Vec<Arc<CertifiedKey>>]>,
+        challenges: Option<TlsAlpnChallenges>,
     ) -> Self {
         Self {
             table,
             bound,
             per_listener,
+            challenges,
         }
     }
 }
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        if let Some(challenges) = &self.challenges {
+            if TlsAlpnChallenges::offers_acme_tls(hello.alpn()) {
+                return challenges.certificate_for(hello.server_name()?);
+            }
+        }
         let sni = hello.server_name().unwrap_or("");
         let listener = super::listener_for(&self.table, self.bound, sni)?;
         let candidates = self.per_listener.get(listener.0 as usize)?;

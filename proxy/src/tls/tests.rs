@@ -22,7 +22,7 @@ fn config(certificates: serde_json::Value, refs: serde_json::Value) -> DataPlane
 
 fn build(config: &DataPlaneConfig) -> Result<TlsSettings, Error> {
     let table = Arc::new(RouteTableBuilder::new().build(config).unwrap());
-    TlsSettings::build(config, &table)
+    TlsSettings::build(config, &table, None)
 }
 
 /// The `web` listener with one inline certificate for `a.example`.
@@ -150,4 +150,53 @@ fn sessions_resume_for_many_clients_and_across_a_config_swap() {
     let swapped = &after.server_config(address).unwrap().config;
     assert!(!Arc::ptr_eq(&server, swapped));
     assert!(handshake(&clients[0], swapped), "resumed after the swap");
+}
+
+#[test]
+fn acme_listeners_add_acme_tls_alpn_on_their_address_only_and_serve_a_stand_in() {
+    let config: DataPlaneConfig = serde_json::from_value(serde_json::json!({
+        "version": 1,
+        "listeners": [
+            {"name": "acme", "port": 8443, "protocol": "HTTPS", "hostname": "a.example",
+             "tls": {"acme": {}}},
+            {"name": "plain", "port": 8080, "protocol": "HTTP"}
+        ]
+    }))
+    .unwrap();
+    let table = Arc::new(RouteTableBuilder::new().build(&config).unwrap());
+    let err = TlsSettings::build(&config, &table, None).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::Tls(TlsError::AcmeNotConfigured { .. })
+    ));
+
+    let dir = std::env::temp_dir().join(format!("culvert-tls-acme-{}", std::process::id()));
+    let acme = AcmeCertificates::new(&dir, culvert_acme::Challenges::new());
+    let tls = TlsSettings::build(&config, &table, Some(&acme)).unwrap();
+    let server = &tls
+        .server_config("0.0.0.0:8443".parse().unwrap())
+        .unwrap()
+        .config;
+    assert_eq!(
+        server.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec(), ACME_TLS_ALPN.to_vec()]
+    );
+    assert!(!tls.store().files_changed());
+    // The certificate files do not exist yet; when they appear, the snapshot reloads.
+    std::fs::create_dir_all(dir.join("a.example")).unwrap();
+    std::fs::write(dir.join("a.example").join("tls.crt"), "not yet").unwrap();
+    assert!(tls.store().files_changed());
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let without_acme = one_inline_certificate();
+    let table = Arc::new(RouteTableBuilder::new().build(&without_acme).unwrap());
+    let tls = TlsSettings::build(&without_acme, &table, Some(&acme)).unwrap();
+    let server = &tls
+        .server_config("0.0.0.0:8443".parse().unwrap())
+        .unwrap()
+        .config;
+    assert_eq!(
+        server.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec()]
+    );
 }

@@ -178,6 +178,12 @@ async fn serve_tls<I>(
         return;
     };
     let session = stream.get_ref().1;
+    if session.alpn_protocol() == Some(culvert_acme::ACME_TLS_ALPN) {
+        // A TLS-ALPN-01 validation: the handshake was the whole answer (RFC 8737 §3).
+        let mut stream = stream;
+        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+        return;
+    }
     let client = match &termination.client_auth {
         Some(client_auth) => ClientCertificate {
             identity: session

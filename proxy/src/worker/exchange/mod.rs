@@ -392,6 +392,9 @@ impl Worker {
         info: &ConnectionInfo,
         record: &mut Record,
     ) -> Result<Prepared, Response<ProxyBody>> {
+        if let Some(answer) = acme_http01(&snapshot, &request, info) {
+            return Err(answer);
+        }
         let (parts, body) = request.into_parts();
         let Planned { routed, plan } =
             pipeline::plan(parts, &snapshot.table, info, self.forwarding, upgradable);
@@ -756,6 +759,28 @@ pub(crate) fn splitmix64(state: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// The answer to an ACME HTTP-01 validation request, before any routing (no route is
+/// needed and none can shadow it): a `GET` or `HEAD` on a clear-text listener for
+/// `/.well-known/acme-challenge/<token>` with a token being validated gets `200
+/// text/plain` with the key authorization. Anything else is routed as usual.
+fn acme_http01<B>(
+    snapshot: &Snapshot,
+    request: &Request<B>,
+    info: &ConnectionInfo,
+) -> Option<Response<ProxyBody>> {
+    let plain = matches!(info.transport, Transport::Plain) && !info.tunnel;
+    let method = request.method();
+    if !plain || !(method == http::Method::GET || method == http::Method::HEAD) {
+        return None;
+    }
+    let body = snapshot.acme_http01_answer(request.uri().path())?;
+    let mut response = Response::new(ProxyBody::Local(Full::new(Bytes::from(body))));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    Some(response)
 }
 
 pub(crate) fn local_answer(status: StatusCode) -> Response<ProxyBody> {
