@@ -93,6 +93,9 @@ pub(crate) struct ListenerState {
     pub(crate) certificates: Vec<CertificateRef>,
     /// Client certificate validation (Gateway `spec.tls.frontend`), if asked for.
     pub(crate) client_validation: Option<ClientValidationConfig>,
+    /// The data plane obtains the certificate by ACME (`tls.options`
+    /// `culvert.dev/acme: "true"` on an `HTTPS` listener with an exact hostname).
+    pub(crate) acme: bool,
     pub(crate) attached_routes: i32,
 }
 
@@ -124,7 +127,8 @@ impl ListenerState {
     /// certificates did not resolve stays accepted but not programmed; sending it
     /// would make the data plane refuse the whole config).
     pub(crate) fn served(&self) -> bool {
-        self.usable() && (!self.transport.terminates() || !self.certificates.is_empty())
+        self.usable()
+            && (!self.transport.terminates() || self.acme || !self.certificates.is_empty())
     }
 
     /// The `Programmed` verdict.
@@ -220,10 +224,23 @@ fn validate_one(
     }
     let mut certificates = Vec::new();
     let mut client_validation = None;
+    let acme = match acme_option(listener, transport) {
+        Ok(acme) => acme,
+        Err(refused) => {
+            accepted = refused;
+            false
+        }
+    };
     if let (true, Some(port)) = (transport.terminates(), port) {
-        match resolve_certificates(listener, namespace, store) {
-            Ok(refs) => certificates = refs,
-            Err(verdict) => resolved_refs = verdict,
+        let has_refs = listener
+            .tls
+            .as_ref()
+            .is_some_and(|tls| !tls.certificate_refs.is_empty());
+        if !acme || has_refs {
+            match resolve_certificates(listener, namespace, store) {
+                Ok(refs) => certificates = refs,
+                Err(verdict) => resolved_refs = verdict,
+            }
         }
         let validation = client_validation::for_listener(gateway, listener, port, store);
         client_validation = validation.config;
@@ -270,6 +287,7 @@ fn validate_one(
         resolved_refs,
         certificates,
         client_validation,
+        acme,
         attached_routes: 0,
     }
 }
@@ -302,6 +320,44 @@ fn supported_kinds(listener: &Listener, transport: Transport) -> (Vec<RouteGroup
         }
     }
     (out, all_valid)
+}
+
+/// The `tls.options` key that asks the data plane to obtain the certificate by ACME.
+pub(crate) const ACME_OPTION: &str = "culvert.dev/acme";
+
+/// Whether the listener asks for ACME (`culvert.dev/acme: "true"`); refused (the
+/// `Accepted` verdict) on a listener that is not `HTTPS` or has no exact hostname,
+/// since HTTP-01 and TLS-ALPN-01 validate exact names only.
+fn acme_option(listener: &Listener, transport: Transport) -> Result<bool, Verdict> {
+    let value = listener
+        .tls
+        .as_ref()
+        .and_then(|tls| tls.options.get(ACME_OPTION));
+    let Some(value) = value else {
+        return Ok(false);
+    };
+    let refuse = |why: String| Err(Verdict::no(reason::UNSUPPORTED_VALUE, why));
+    match value.as_str() {
+        "false" => return Ok(false),
+        "true" => {}
+        other => {
+            return refuse(format!(
+                "{ACME_OPTION} is {other:?}, not \"true\" or \"false\""
+            ));
+        }
+    }
+    if transport != Transport::Https {
+        return refuse(format!("{ACME_OPTION} is only for HTTPS listeners"));
+    }
+    match listener.hostname.as_deref() {
+        None => refuse(format!(
+            "{ACME_OPTION} needs a hostname: the certificate is obtained for it"
+        )),
+        Some(name) if name.contains('*') => refuse(format!(
+            "{ACME_OPTION} cannot obtain a certificate for the wildcard {name:?}: HTTP-01 and TLS-ALPN-01 validate exact names only"
+        )),
+        Some(_) => Ok(true),
+    }
 }
 
 fn resolve_certificates(

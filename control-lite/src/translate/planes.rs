@@ -13,9 +13,9 @@ use crate::model::RouteObject;
 use crate::store::{NamespacedName, Store};
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
-    BackendConfig, CertificateConfig, CertificateRef, DataPlaneConfig, GrpcRouteConfig,
-    GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig, ListenerConfig, ListenerProtocol,
-    ListenerTlsConfig, TlsMode, TlsRouteConfig,
+    AcmeListenerConfig, BackendConfig, CertificateConfig, CertificateRef, DataPlaneConfig,
+    GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig, ListenerConfig,
+    ListenerProtocol, ListenerTlsConfig, TlsMode, TlsRouteConfig,
 };
 use culvert_router::host::HostPattern;
 use std::collections::BTreeMap;
@@ -157,6 +157,7 @@ pub(crate) fn assemble(
                         _ => TlsMode::Passthrough,
                     },
                     client_validation: listener.client_validation.clone(),
+                    acme: listener.acme.then(AcmeListenerConfig::default),
                 }),
             });
             if listener.transport.terminates() {

@@ -444,3 +444,53 @@ fn frontend_validation_reaches_the_listeners_of_its_port_with_the_forward_option
         ("True", "ConfigurationChanged")
     );
 }
+
+#[test]
+fn the_acme_option_gives_an_acme_listener_without_certificate_refs() {
+    let mut objects = base();
+    let listeners = objects[2]["spec"]["listeners"].as_array_mut().unwrap();
+    let acme = |name: &str, hostname: Option<&str>| {
+        let mut listener = json!({"name": name, "port": 443, "protocol": "HTTPS",
+                                  "allowedRoutes": {"namespaces": {"from": "All"}},
+                                  "tls": {"options": {"culvert.dev/acme": "true"}}});
+        if let Some(hostname) = hostname {
+            listener["hostname"] = json!(hostname);
+        }
+        listener
+    };
+    listeners.push(acme("site", Some("www.example.com")));
+    listeners.push(acme("wild", Some("*.example.com")));
+    listeners.push(acme("any", None));
+    let t = run(objects);
+    let gateway = &t.gateways[&("infra".to_owned(), "edge".to_owned())];
+    let condition = |listener: &str, kind: &str| {
+        let status = gateway
+            .listeners
+            .iter()
+            .find(|l| l.name == listener)
+            .unwrap();
+        let c = status.conditions.iter().find(|c| c.kind == kind).unwrap();
+        (c.status.clone(), c.reason.clone())
+    };
+    for kind in ["Accepted", "ResolvedRefs", "Programmed"] {
+        assert_eq!(condition("site", kind).0, "True", "{kind}");
+    }
+    // HTTP-01 and TLS-ALPN-01 cannot validate a wildcard, nor a listener without a name.
+    for refused in ["wild", "any"] {
+        assert_eq!(
+            condition(refused, "Accepted"),
+            ("False".to_owned(), "UnsupportedValue".to_owned()),
+            "{refused}"
+        );
+    }
+    let config = plane(&t);
+    let names: Vec<&str> = config.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["infra/edge/http", "infra/edge/site"]);
+    let tls = config.listeners[1].tls.as_ref().unwrap();
+    assert!(tls.acme.is_some());
+    assert!(tls.certificate_refs.is_empty());
+    assert_eq!(config.listeners[1].acme_name(), Some("www.example.com"));
+    culvert_router::RouteTableBuilder::new()
+        .build(config)
+        .unwrap();
+}
