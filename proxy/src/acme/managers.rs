@@ -174,3 +174,60 @@ impl Clock for Shared {
         self.0.now()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test")]
+
+    use std::collections::BTreeSet;
+
+    use super::{AcmeManagers, reconcile};
+    use crate::acme::{AcmeCertificates, AcmeSettings, ChallengeKind};
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[tokio::test]
+    async fn managers_follow_the_wanted_names_and_a_refused_one_is_kept_out() {
+        let dir = std::env::temp_dir().join(format!("culvert-managers-{}", std::process::id()));
+        let acme = AcmeCertificates::new(&dir, culvert_acme::Challenges::new());
+        // Port 1 on loopback: the managers' rounds fail at once and back off.
+        let settings = AcmeSettings::new("https://127.0.0.1:1/dir", &dir, ChallengeKind::Http01);
+        let managers = AcmeManagers::default();
+        let mut refused = BTreeSet::new();
+
+        reconcile(
+            &settings,
+            &acme,
+            &managers,
+            &names(&["a.example", "b.example"]),
+            &mut refused,
+        );
+        assert_eq!(managers.names(), ["a.example", "b.example"]);
+        reconcile(
+            &settings,
+            &acme,
+            &managers,
+            &names(&["b.example", "c.example"]),
+            &mut refused,
+        );
+        assert_eq!(managers.names(), ["b.example", "c.example"]);
+        reconcile(&settings, &acme, &managers, &names(&[]), &mut refused);
+        assert!(managers.names().is_empty());
+
+        let broken = AcmeSettings::new("not a url", &dir, ChallengeKind::Http01);
+        reconcile(
+            &broken,
+            &acme,
+            &managers,
+            &names(&["a.example"]),
+            &mut refused,
+        );
+        assert!(managers.names().is_empty());
+        assert_eq!(refused, names(&["a.example"]));
+        reconcile(&broken, &acme, &managers, &names(&[]), &mut refused);
+        assert!(refused.is_empty(), "a name no longer wanted is forgotten");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
