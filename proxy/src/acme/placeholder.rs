@@ -9,8 +9,14 @@ use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// A fresh self-signed P-256 certificate for `name`, or why rcgen or rustls refused.
 pub(super) fn self_signed(name: &str) -> Result<Arc<CertifiedKey>, String> {
-    let params = rcgen::CertificateParams::new(vec![name.to_owned()])
+    let mut params = rcgen::CertificateParams::new(vec![name.to_owned()])
         .map_err(|err| format!("placeholder certificate for {name:?}: {err}"))?;
+    // Says what it is to anyone who looks at it before the issued one arrives.
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(
+        rcgen::DnType::CommonName,
+        format!("{name} (culvert: awaiting ACME)"),
+    );
     let key = rcgen::KeyPair::generate().map_err(|err| format!("placeholder key: {err}"))?;
     let certificate = params
         .self_signed(&key)
