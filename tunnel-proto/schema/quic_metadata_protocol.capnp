@@ -1,6 +1,8 @@
 # Culvert's own transcription of the data-stream request/response schema, written
 # from connector/PROTOCOL.md §4.2. Each message follows the data-stream preamble
-# (0A 36 CD 12 A1 3E "01"); tunnel-proto/src/connect/ encodes it by hand.
+# (0A 36 CD 12 A1 3E "01"). The Rust code for it is generated into
+# tunnel-proto/src/generated/ by scripts/capnp-generate; tunnel-proto/src/connect/
+# maps it to ConnectRequest and ConnectResponse.
 @0xb29021ef7421cc32;
 
 struct ConnectRequest @0xc47116a1045e4061 {    # 1 / 2

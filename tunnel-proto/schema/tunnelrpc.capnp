@@ -1,7 +1,9 @@
 # Culvert's own transcription of the tunnel registration schema, written from the
 # facts in connector/PROTOCOL.md §3. Only IDs, ordinals and types matter on the
 # wire; names are for readers. Layouts (data words / pointers) are noted per struct
-# as capnpc allocates them; tunnel-proto/src/registration/ encodes them by hand.
+# as capnpc allocates them. The Rust code for it is generated into
+# tunnel-proto/src/generated/ by scripts/capnp-generate; tunnel-proto/src/registration/
+# maps it to the registration types.
 @0xdb8274f9144abc7e;
 
 struct TunnelAuth @0x9496331ab9cd463f {        # 0 / 2

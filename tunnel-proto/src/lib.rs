@@ -26,6 +26,7 @@ mod capnp;
 pub mod connect;
 pub mod control;
 mod error;
+mod generated;
 pub mod http2;
 pub mod metadata;
 pub mod preamble;

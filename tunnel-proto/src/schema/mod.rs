@@ -2,13 +2,16 @@
 //! IDs of `tunnel-proto/schema/*.capnp` (PROTOCOL.md §3.2, §3.3, §4.2).
 //!
 //! Only interface IDs and method ordinals appear in messages (in every RPC `Call`);
-//! struct IDs are listed so the schema files and this code can be checked against
-//! each other.
+//! struct IDs are listed so the schema files, the code generated from them and this
+//! list can be checked against each other.
 
 /// File ID of `tunnelrpc.capnp`.
 pub const TUNNELRPC_FILE_ID: u64 = 0xdb82_74f9_144a_bc7e;
 /// File ID of `quic_metadata_protocol.capnp`.
 pub const QUIC_METADATA_FILE_ID: u64 = 0xb290_21ef_7421_cc32;
+/// File ID of the Cap'n Proto RPC protocol's `rpc.capnp`, whose message types the
+/// control stream speaks (the IDs of its structs derive from it and their names).
+pub const RPC_FILE_ID: u64 = 0xb312_981b_2552_a250;
 
 /// Interface ID of `RegistrationServer`, carried by every registration `Call`.
 pub const REGISTRATION_SERVER_ID: u64 = 0xf716_95ec_7fe8_5497;
