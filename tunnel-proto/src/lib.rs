@@ -19,10 +19,12 @@
 //! * [`reconnect`] and [`backoff`]: what a connection does after an attempt ended
 //!   (where, over which transport, after what jittered delay).
 //!
-//! `capnp` (the wire codec) and `rpc` (the RPC message structures) are internal.
+//! Internal: `generated` (the readers and builders generated from `schema/*.capnp`),
+//! `codec` (framing and decode limits on the `capnp` crate) and `rpc` (the RPC
+//! message structures).
 
 pub mod backoff;
-mod capnp;
+mod codec;
 pub mod connect;
 pub mod control;
 mod error;

@@ -2,12 +2,20 @@
 //!
 //! One framed Cap'n Proto message follows the data-stream preamble in each direction.
 //! Decoding consumes exactly that message and reports how many bytes it used;
-//! everything after it is the stream body and is never looked at here. For the
-//! preamble itself see `preamble`; for the metadata keys see `metadata`.
+//! everything after it is the stream body and is never looked at here. Every field
+//! is read into owned values through the generated readers, and encoding writes the
+//! fields in pointer order, depth first, with empty text as null (the layout
+//! PROTOCOL.md §4.2 derives). For the preamble itself see `preamble`; for the
+//! metadata keys see `metadata`.
+
+use capnp::struct_list;
 
 use super::Decoded;
-use super::capnp::{StructValue, decode_message, encode_message};
 use crate::Error;
+use crate::codec::{self, field, list_len, set_enum, text};
+use crate::generated::quic_metadata_protocol_capnp::{
+    self as schema, connect_request, connect_response, metadata,
+};
 
 /// `ConnectionType` (UInt16 enum): what an edge-opened data stream carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,30 +70,53 @@ impl Metadata {
         }
     }
 
-    fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(0, 2);
-        s.set_text(0, &self.key);
-        s.set_text(1, &self.val);
-        s
+    fn write(&self, mut b: metadata::Builder<'_>) {
+        if !self.key.is_empty() {
+            b.set_key(self.key.as_str());
+        }
+        if !self.val.is_empty() {
+            b.set_val(self.val.as_str());
+        }
     }
 
-    fn from_struct(s: &StructValue) -> Result<Self, Error> {
+    fn read(r: metadata::Reader<'_>) -> Result<Self, Error> {
         Ok(Self {
-            key: s.text_at(0, "Metadata.key")?,
-            val: s.text_at(1, "Metadata.val")?,
+            key: text("Metadata.key", r.get_key())?,
+            val: text("Metadata.val", r.get_val())?,
         })
+    }
+
+    /// The words this entry takes: its two pointers and its two texts.
+    fn words(&self) -> usize {
+        2 + text_words(&self.key) + text_words(&self.val)
     }
 }
 
-fn metadata_list(
-    s: &StructValue,
-    index: usize,
+/// The words a `Text` takes, with its NUL; empty text is written as null.
+fn text_words(text: &str) -> usize {
+    if text.is_empty() {
+        0
+    } else {
+        (text.len() + 1).div_ceil(8)
+    }
+}
+
+/// The words a metadata list takes: its tag word and its entries.
+fn metadata_words(metadata: &[Metadata]) -> usize {
+    1 + metadata.iter().map(Metadata::words).sum::<usize>()
+}
+
+fn write_metadata(mut list: struct_list::Builder<'_, metadata::Owned>, metadata: &[Metadata]) {
+    for (i, entry) in (0..).zip(metadata) {
+        entry.write(list.reborrow().get(i));
+    }
+}
+
+fn read_metadata(
     what: &'static str,
+    list: capnp::Result<struct_list::Reader<'_, metadata::Owned>>,
 ) -> Result<Vec<Metadata>, Error> {
-    s.struct_list_at(index, what)?
-        .iter()
-        .map(Metadata::from_struct)
-        .collect()
+    field(what, list)?.iter().map(Metadata::read).collect()
 }
 
 /// `ConnectRequest` (1 / 2): edge → connector, first message on a data stream.
@@ -102,23 +133,44 @@ pub struct ConnectRequest {
 impl ConnectRequest {
     /// The request as one framed Cap'n Proto message (no preamble).
     pub fn encode(&self) -> Vec<u8> {
-        let mut s = StructValue::new(1, 2);
-        s.set_text(0, &self.dest);
-        s.set_u16(0, self.kind.to_u16());
-        s.set_struct_list(1, self.metadata.iter().map(Metadata::to_struct).collect());
-        encode_message(&s)
+        // Root pointer, 1 data word and 2 pointers, then the texts and the list.
+        let words = 4 + text_words(&self.dest) + metadata_words(&self.metadata);
+        let mut message = codec::builder(words);
+        let mut root = message.init_root::<connect_request::Builder<'_>>();
+        if !self.dest.is_empty() {
+            root.set_dest(self.dest.as_str());
+        }
+        match schema::ConnectionType::try_from(self.kind.to_u16()) {
+            Ok(kind) => root.set_type(kind),
+            Err(capnp::NotInSchema(value)) => {
+                // `type` is an enum field of ConnectRequest in the compiled-in schema,
+                // the only thing setting it through the schema can fail on.
+                set_enum::<schema::ConnectionType>(root.reborrow(), "type", value)
+                    .expect("ConnectRequest.type is an enum field");
+            }
+        }
+        write_metadata(
+            root.init_metadata(list_len(self.metadata.len())),
+            &self.metadata,
+        );
+        codec::write(&message)
     }
 
     /// Decodes exactly one framed message from the front of `buf` (no preamble).
     pub fn decode(buf: &[u8]) -> Result<Decoded<Self>, Error> {
-        let (value, consumed) = match decode_message(buf)? {
+        let (message, consumed) = match codec::read(buf)? {
             Decoded::Complete { value, consumed } => (value, consumed),
             Decoded::Incomplete { needed } => return Ok(Decoded::Incomplete { needed }),
         };
+        let root: connect_request::Reader<'_> = codec::root(&message)?;
+        let kind = match root.get_type() {
+            Ok(kind) => u16::from(kind),
+            Err(capnp::NotInSchema(value)) => value,
+        };
         let request = Self {
-            dest: value.text_at(0, "ConnectRequest.dest")?,
-            kind: ConnectionType::from_u16(value.u16_at(0)),
-            metadata: metadata_list(&value, 1, "ConnectRequest.metadata")?,
+            dest: text("ConnectRequest.dest", root.get_dest())?,
+            kind: ConnectionType::from_u16(kind),
+            metadata: read_metadata("ConnectRequest.metadata", root.get_metadata())?,
         };
         Ok(Decoded::Complete {
             value: request,
@@ -160,24 +212,35 @@ impl ConnectResponse {
 
     /// The response as one framed Cap'n Proto message (no preamble).
     pub fn encode(&self) -> Vec<u8> {
-        let mut s = StructValue::new(0, 2);
-        s.set_text(0, &self.error);
-        s.set_struct_list(1, self.metadata.iter().map(Metadata::to_struct).collect());
-        encode_message(&s)
+        // Root pointer, 0 data words and 2 pointers, then the text and the list.
+        let words = 3 + text_words(&self.error) + metadata_words(&self.metadata);
+        let mut message = codec::builder(words);
+        let mut root = message.init_root::<connect_response::Builder<'_>>();
+        if !self.error.is_empty() {
+            root.set_error(self.error.as_str());
+        }
+        write_metadata(
+            root.init_metadata(list_len(self.metadata.len())),
+            &self.metadata,
+        );
+        codec::write(&message)
     }
 
     /// Decodes exactly one framed message from the front of `buf` (no preamble).
     pub fn decode(buf: &[u8]) -> Result<Decoded<Self>, Error> {
-        match decode_message(buf)? {
-            Decoded::Complete { value, consumed } => Ok(Decoded::Complete {
-                value: Self {
-                    error: value.text_at(0, "ConnectResponse.error")?,
-                    metadata: metadata_list(&value, 1, "ConnectResponse.metadata")?,
-                },
-                consumed,
-            }),
-            Decoded::Incomplete { needed } => Ok(Decoded::Incomplete { needed }),
-        }
+        let (message, consumed) = match codec::read(buf)? {
+            Decoded::Complete { value, consumed } => (value, consumed),
+            Decoded::Incomplete { needed } => return Ok(Decoded::Incomplete { needed }),
+        };
+        let root: connect_response::Reader<'_> = codec::root(&message)?;
+        let response = Self {
+            error: text("ConnectResponse.error", root.get_error())?,
+            metadata: read_metadata("ConnectResponse.metadata", root.get_metadata())?,
+        };
+        Ok(Decoded::Complete {
+            value: response,
+            consumed,
+        })
     }
 }
 

@@ -130,6 +130,49 @@ fn null_error_and_empty_error_are_success() {
     assert!(!ConnectResponse::failure("Unable to reach the origin service").is_success());
 }
 
+#[test]
+fn unknown_connection_types_travel_as_they_came() {
+    let request = ConnectRequest {
+        dest: "http://a".to_owned(),
+        kind: ConnectionType::Unknown(9),
+        metadata: vec![Metadata::new("HttpMethod", "GET")],
+    };
+    let buf = request.encode();
+    // REQUEST_GOLDEN with `type` (byte 0 of w1) 9 instead of 1.
+    let mut expected = REQUEST_GOLDEN.to_vec();
+    expected[16] = 9;
+    assert_eq!(buf, expected);
+    assert_eq!(
+        ConnectRequest::decode(&buf).unwrap(),
+        Decoded::Complete {
+            value: request,
+            consumed: buf.len()
+        }
+    );
+}
+
+#[test]
+fn text_without_its_nul_is_refused() {
+    // RESPONSE_GOLDEN with the val "200\0" cut to 3 bytes (w5: count 3, high 2 | 3 << 3).
+    let mut buf = RESPONSE_GOLDEN.to_vec();
+    buf[8 + 5 * 8 + 4] = 0x1a;
+    assert!(matches!(
+        ConnectResponse::decode(&buf),
+        Err(Error::Schema {
+            structure: "Metadata.val",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn malformed_pointers_are_errors() {
+    // REQUEST_GOLDEN with the metadata list (w3) pointing past the segment.
+    let mut buf = REQUEST_GOLDEN.to_vec();
+    buf[8 + 3 * 8] = 0x7d;
+    assert!(matches!(ConnectRequest::decode(&buf), Err(Error::Capnp(_))));
+}
+
 fn metadata() -> impl Strategy<Value = Vec<Metadata>> {
     proptest::collection::vec(
         (".{0,12}", ".{0,12}").prop_map(|(k, v)| Metadata::new(k, v)),

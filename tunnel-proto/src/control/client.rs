@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 
 use super::{Inbox, SHUTDOWN_REASON, drain_into};
 use crate::Error;
-use crate::capnp::{Pointer, StructValue};
+use crate::codec::Object;
+use crate::generated::tunnelrpc_capnp::registration_server::register_connection_results;
 use crate::registration::{
-    ConnectionDetails, ConnectionResponse, RegisterConnection, RegistrationError,
-    update_local_configuration_params,
+    ConnectionDetails, ConnectionResponse, RegisterConnection, RegistrationError, register_params,
+    unregister_params, update_local_configuration_params,
 };
 use crate::rpc::{
-    Call, CapDescriptor, Exception, Finish, Message, Payload, Return, ReturnBody, Target,
+    Call, CapDescriptor, Content, Exception, Finish, Message, Payload, Return, ReturnBody,
+    SendResultsTo, Target,
 };
 use crate::schema::{
     METHOD_REGISTER_CONNECTION, METHOD_UNREGISTER_CONNECTION, METHOD_UPDATE_LOCAL_CONFIGURATION,
@@ -114,7 +116,7 @@ impl ControlClient {
         self.call(
             CallKind::Register,
             METHOD_REGISTER_CONNECTION,
-            request.to_struct(),
+            register_params(request),
             now,
         )
     }
@@ -134,7 +136,7 @@ impl ControlClient {
         self.call(
             CallKind::Unregister,
             METHOD_UNREGISTER_CONNECTION,
-            StructValue::default(),
+            unregister_params(),
             now,
         )
     }
@@ -145,7 +147,8 @@ impl ControlClient {
         if self.closed {
             return;
         }
-        self.send(&Message::Abort(Exception::failed(SHUTDOWN_REASON)));
+        self.outbox
+            .extend(Exception::failed(SHUTDOWN_REASON).encode_abort());
         self.closed = true;
         self.questions.clear();
     }
@@ -166,12 +169,12 @@ impl ControlClient {
         }
         self.inbox.push(bytes);
         while !self.closed {
-            let root = match self.inbox.next_message() {
-                Ok(Some(root)) => root,
+            let message = match self.inbox.next_message() {
+                Ok(Some(message)) => message,
                 Ok(None) => break,
                 Err(e) => return Err(self.fail(e)),
             };
-            if let Err(e) = self.handle_message(root) {
+            if let Err(e) = self.handle_message(message) {
                 return Err(self.fail(e));
             }
         }
@@ -192,10 +195,11 @@ impl ControlClient {
             };
             question.cancelled = true;
             let kind = question.kind;
-            self.send(&Message::Finish(Finish {
+            let finish = Finish {
                 question_id: id,
                 release_result_caps: true,
-            }));
+            };
+            self.outbox.extend(finish.encode());
             self.report_failure(kind, None);
         }
     }
@@ -219,13 +223,15 @@ impl ControlClient {
         self.events.pop_front()
     }
 
-    fn send(&mut self, message: &Message) {
-        self.outbox.extend_from_slice(&message.encode());
+    fn send(&mut self, message: &Message) -> Result<(), Error> {
+        self.outbox.extend(message.encode()?);
+        Ok(())
     }
 
     fn fail(&mut self, error: Error) -> Error {
         if !self.closed {
-            self.send(&Message::Abort(Exception::failed(error.to_string())));
+            self.outbox
+                .extend(Exception::failed(error.to_string()).encode_abort());
             self.closed = true;
             self.questions.clear();
         }
@@ -245,7 +251,7 @@ impl ControlClient {
         &mut self,
         kind: CallKind,
         method_id: u16,
-        params: StructValue,
+        params: Object,
         now: Instant,
     ) -> Result<(), Error> {
         if self.closed {
@@ -262,7 +268,7 @@ impl ControlClient {
                         cancelled: false,
                     },
                 );
-                self.send(&Message::Bootstrap { question_id });
+                self.send(&Message::Bootstrap { question_id })?;
                 self.bootstrap = Bootstrap::AwaitingAnswer(question_id);
                 Target::PromisedAnswer {
                     question_id,
@@ -295,9 +301,8 @@ impl ControlClient {
             interface_id: REGISTRATION_SERVER_ID,
             method_id,
             params: Payload::of_struct(params),
-            send_results_to: 0,
-        }));
-        Ok(())
+            send_results_to: SendResultsTo::Caller,
+        }))
     }
 
     /// Reports a failed call: `reason` is an exception reason, `None` a timeout.
@@ -318,8 +323,8 @@ impl ControlClient {
         self.events.push_back(event);
     }
 
-    fn handle_message(&mut self, root: StructValue) -> Result<(), Error> {
-        match Message::from_struct(&root)? {
+    fn handle_message(&mut self, message: Message) -> Result<(), Error> {
+        match message {
             Message::Return(ret) => self.handle_return(ret),
             Message::Abort(exception) => {
                 self.closed = true;
@@ -338,36 +343,29 @@ impl ControlClient {
                         "the connector exports no capability on the control stream",
                     )),
                     no_finish_needed: false,
-                }));
-                Ok(())
+                }))
             }
-            Message::Bootstrap { question_id } => {
-                self.send(&Message::Return(Return {
-                    answer_id: question_id,
-                    release_param_caps: true,
-                    body: ReturnBody::Exception(Exception::unimplemented(
-                        "the connector has no bootstrap capability on the control stream",
-                    )),
-                    no_finish_needed: false,
-                }));
-                Ok(())
-            }
+            Message::Bootstrap { question_id } => self.send(&Message::Return(Return {
+                answer_id: question_id,
+                release_param_caps: true,
+                body: ReturnBody::Exception(Exception::unimplemented(
+                    "the connector has no bootstrap capability on the control stream",
+                )),
+                no_finish_needed: false,
+            })),
             Message::Unimplemented(echo) => {
                 self.handle_unimplemented(&echo);
                 Ok(())
             }
             // Finishes for our (exception) answers and releases need no action.
             Message::Finish(_) | Message::Release { .. } => Ok(()),
-            Message::Unsupported(_) => {
-                self.send(&Message::Unimplemented(root));
-                Ok(())
-            }
+            Message::Unsupported { message, .. } => self.send(&Message::Unimplemented(message)),
         }
     }
 
     /// The edge could not handle something we sent: fail the matching question.
-    fn handle_unimplemented(&mut self, echo: &StructValue) {
-        let question_id = match Message::from_struct(echo) {
+    fn handle_unimplemented(&mut self, echo: &Object) {
+        let question_id = match Message::from_object(echo) {
             Ok(Message::Call(call)) => call.question_id,
             Ok(Message::Bootstrap { question_id }) => question_id,
             _ => return,
@@ -398,18 +396,20 @@ impl ControlClient {
             self.resolve_bootstrap(&ret);
             if !ret.no_finish_needed {
                 // Keep the capability: later calls target the import.
-                self.send(&Message::Finish(Finish {
+                let finish = Finish {
                     question_id: ret.answer_id,
                     release_result_caps: false,
-                }));
+                };
+                self.outbox.extend(finish.encode());
             }
             return Ok(());
         }
         if !ret.no_finish_needed {
-            self.send(&Message::Finish(Finish {
+            let finish = Finish {
                 question_id: ret.answer_id,
                 release_result_caps: true,
-            }));
+            };
+            self.outbox.extend(finish.encode());
         }
         let payload = match ret.body {
             ReturnBody::Results(payload) => payload,
@@ -421,10 +421,12 @@ impl ControlClient {
                 self.report_failure(question.kind, Some("call was canceled".to_owned()));
                 return Ok(());
             }
-            ReturnBody::Other(which) => {
+            other @ (ReturnBody::ResultsSentElsewhere
+            | ReturnBody::TakeFromOtherQuestion(_)
+            | ReturnBody::AcceptFromThirdParty) => {
                 self.report_failure(
                     question.kind,
-                    Some(format!("unsupported return kind {which}")),
+                    Some(format!("unsupported return kind {other:?}")),
                 );
                 return Ok(());
             }
@@ -442,7 +444,7 @@ impl ControlClient {
     fn resolve_bootstrap(&mut self, ret: &Return) {
         self.bootstrap = match &ret.body {
             ReturnBody::Results(payload) => match &payload.content {
-                Pointer::Capability(index) => match payload.cap_table.get(*index as usize) {
+                Content::Capability(index) => match payload.cap_table.get(*index as usize) {
                     Some(CapDescriptor::SenderHosted(id) | CapDescriptor::SenderPromise(id)) => {
                         Bootstrap::Imported(*id)
                     }
@@ -458,9 +460,10 @@ impl ControlClient {
 
 /// The event for a `registerConnection` result payload.
 fn registration_event(payload: &Payload) -> ClientEvent {
-    let response = payload
-        .content_struct("registerConnection results")
-        .and_then(ConnectionResponse::from_results);
+    let response = payload.read_struct::<register_connection_results::Owned, _>(
+        "registerConnection results",
+        ConnectionResponse::read_results,
+    );
     match response {
         Ok(ConnectionResponse::Details(details)) => {
             if details.connection_id().is_some() {

@@ -20,8 +20,8 @@ pub use client::{ClientEvent, ControlClient, DEFAULT_RPC_TIMEOUT};
 pub use server::{ControlServer, ServerCallId, ServerEvent};
 
 use super::Decoded;
-use super::capnp::{StructValue, decode_message};
 use crate::Error;
+use crate::rpc::Message;
 
 /// The reason cloudflared puts in the `Abort` it sends when it closes the RPC
 /// connection normally.
@@ -39,8 +39,8 @@ impl Inbox {
     }
 
     /// The next whole message, if one has fully arrived.
-    fn next_message(&mut self) -> Result<Option<StructValue>, Error> {
-        match decode_message(&self.buf)? {
+    fn next_message(&mut self) -> Result<Option<Message>, Error> {
+        match Message::decode(&self.buf)? {
             Decoded::Complete { value, consumed } => {
                 self.buf.drain(..consumed.min(self.buf.len()));
                 Ok(Some(value))

@@ -12,11 +12,16 @@ use std::time::Instant;
 
 use super::{Inbox, drain_into};
 use crate::Error;
-use crate::capnp::{Pointer, StructValue};
-use crate::registration::{
-    ConnectionResponse, RegisterConnection, decode_update_local_configuration,
+use crate::generated::tunnelrpc_capnp::registration_server::{
+    register_connection_params, update_local_configuration_params,
 };
-use crate::rpc::{Call, CapDescriptor, Exception, Message, Payload, Return, ReturnBody, Target};
+use crate::registration::{
+    ConnectionResponse, RegisterConnection, empty_results, read_update_local_configuration,
+    register_results,
+};
+use crate::rpc::{
+    Call, CapDescriptor, Exception, Message, Payload, Return, ReturnBody, SendResultsTo, Target,
+};
 use crate::schema::{
     METHOD_REGISTER_CONNECTION, METHOD_UNREGISTER_CONNECTION, METHOD_UPDATE_LOCAL_CONFIGURATION,
     REGISTRATION_SERVER_ID,
@@ -113,12 +118,12 @@ impl ControlServer {
         }
         self.inbox.push(bytes);
         while !self.closed {
-            let root = match self.inbox.next_message() {
-                Ok(Some(root)) => root,
+            let message = match self.inbox.next_message() {
+                Ok(Some(message)) => message,
                 Ok(None) => break,
                 Err(e) => return Err(self.fail(e)),
             };
-            if let Err(e) = self.handle_message(root) {
+            if let Err(e) = self.handle_message(message) {
                 return Err(self.fail(e));
             }
         }
@@ -132,35 +137,28 @@ impl ControlServer {
         response: &ConnectionResponse,
     ) -> Result<(), Error> {
         self.check_pending(call, Some(Method::Register))?;
-        self.answer(
-            call.0,
-            ReturnBody::Results(Payload::of_struct(response.to_results())),
-        );
-        Ok(())
+        let results = register_results(response);
+        self.answer(call.0, ReturnBody::Results(Payload::of_struct(results)))
     }
 
     /// Answers `unregisterConnection` or `updateLocalConfiguration` (both return
     /// an empty struct).
     pub fn respond_empty(&mut self, call: ServerCallId) -> Result<(), Error> {
         self.check_pending(call, None)?;
-        self.answer(
-            call.0,
-            ReturnBody::Results(Payload::of_struct(StructValue::default())),
-        );
-        Ok(())
+        let results = empty_results();
+        self.answer(call.0, ReturnBody::Results(Payload::of_struct(results)))
     }
 
     /// Fails any pending call with an RPC exception of type `failed`.
     pub fn respond_exception(&mut self, call: ServerCallId, reason: &str) -> Result<(), Error> {
         self.check_pending(call, None)?;
-        self.answer(call.0, ReturnBody::Exception(Exception::failed(reason)));
-        Ok(())
+        self.answer(call.0, ReturnBody::Exception(Exception::failed(reason)))
     }
 
     /// Aborts the RPC connection from the edge's side.
     pub fn close(&mut self, reason: &str) {
         if !self.closed {
-            self.send(&Message::Abort(Exception::failed(reason)));
+            self.outbox.extend(Exception::failed(reason).encode_abort());
             self.closed = true;
         }
     }
@@ -190,8 +188,9 @@ impl ControlServer {
         self.export_refs
     }
 
-    fn send(&mut self, message: &Message) {
-        self.outbox.extend_from_slice(&message.encode());
+    fn send(&mut self, message: &Message) -> Result<(), Error> {
+        self.outbox.extend(message.encode()?);
+        Ok(())
     }
 
     fn fail(&mut self, error: Error) -> Error {
@@ -213,7 +212,7 @@ impl ControlServer {
     }
 
     /// Sends the `Return` for `question_id` and updates its answer-table entry.
-    fn answer(&mut self, question_id: u32, body: ReturnBody) {
+    fn answer(&mut self, question_id: u32, body: ReturnBody) -> Result<(), Error> {
         let finished = match self.answers.get(&question_id) {
             Some(Answer::Pending { finished, .. }) => *finished,
             _ => false,
@@ -228,11 +227,11 @@ impl ControlServer {
             release_param_caps: true,
             body,
             no_finish_needed: false,
-        }));
+        }))
     }
 
-    fn handle_message(&mut self, root: StructValue) -> Result<(), Error> {
-        match Message::from_struct(&root)? {
+    fn handle_message(&mut self, message: Message) -> Result<(), Error> {
+        match message {
             Message::Bootstrap { question_id } => {
                 self.claim_question(question_id)?;
                 self.answers.insert(question_id, Answer::Bootstrap);
@@ -241,13 +240,11 @@ impl ControlServer {
                 self.send(&Message::Return(Return {
                     answer_id: question_id,
                     release_param_caps: true,
-                    body: ReturnBody::Results(Payload {
-                        content: Pointer::Capability(0),
-                        cap_table: vec![CapDescriptor::SenderHosted(BOOTSTRAP_EXPORT)],
-                    }),
+                    body: ReturnBody::Results(Payload::of_capability(CapDescriptor::SenderHosted(
+                        BOOTSTRAP_EXPORT,
+                    ))),
                     no_finish_needed: false,
-                }));
-                Ok(())
+                }))
             }
             Message::Call(call) => self.handle_call(call),
             Message::Finish(finish) => {
@@ -294,10 +291,7 @@ impl ControlServer {
                 ret.answer_id
             ))),
             Message::Unimplemented(_) => Ok(()),
-            Message::Unsupported(_) => {
-                self.send(&Message::Unimplemented(root));
-                Ok(())
-            }
+            Message::Unsupported { message, .. } => self.send(&Message::Unimplemented(message)),
         }
     }
 
@@ -316,8 +310,7 @@ impl ControlServer {
         // Calls the server cannot take are answered at once; the entry then waits
         // for the client's Finish like any returned answer.
         let fail = |this: &mut Self, exception: Exception| {
-            this.answer(question_id, ReturnBody::Exception(exception));
-            Ok(())
+            this.answer(question_id, ReturnBody::Exception(exception))
         };
         let target_ok = match &call.target {
             Target::PromisedAnswer {
@@ -330,7 +323,6 @@ impl ControlServer {
             // Lenient on reference counts: peers differ in how they finish the
             // bootstrap question, and export 0 is never withdrawn.
             Target::ImportedCap(id) => *id == BOOTSTRAP_EXPORT && self.bootstrapped,
-            Target::Other(_) => false,
         };
         if !target_ok {
             return fail(
@@ -347,19 +339,20 @@ impl ControlServer {
                 )),
             );
         }
-        if call.send_results_to != 0 {
+        if call.send_results_to != SendResultsTo::Caller {
             return fail(
                 self,
                 Exception::unimplemented("results can only be sent to the caller"),
             );
         }
-        let params = match call.params.content_struct("call params") {
-            Ok(params) => params,
-            Err(e) => return fail(self, Exception::failed(e.to_string())),
-        };
+        let params = &call.params;
         let id = ServerCallId(question_id);
         let (method, event) = match call.method_id {
-            METHOD_REGISTER_CONNECTION => match RegisterConnection::from_struct(params) {
+            METHOD_REGISTER_CONNECTION => match params
+                .read_struct::<register_connection_params::Owned, _>(
+                    "registerConnection params",
+                    RegisterConnection::read,
+                ) {
                 Ok(request) => (
                     Method::Register,
                     ServerEvent::RegisterConnection { call: id, request },
@@ -370,7 +363,11 @@ impl ControlServer {
                 Method::Unregister,
                 ServerEvent::UnregisterConnection { call: id },
             ),
-            METHOD_UPDATE_LOCAL_CONFIGURATION => match decode_update_local_configuration(params) {
+            METHOD_UPDATE_LOCAL_CONFIGURATION => match params
+                .read_struct::<update_local_configuration_params::Owned, _>(
+                "updateLocalConfiguration params",
+                read_update_local_configuration,
+            ) {
                 Ok(config) => (
                     Method::UpdateLocalConfiguration,
                     ServerEvent::UpdateLocalConfiguration { call: id, config },

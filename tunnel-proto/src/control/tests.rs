@@ -4,12 +4,12 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::capnp::{StructValue, encode_message};
+use crate::registration::unregister_params;
 use crate::registration::{
     ClientInfo, ConnectionDetails, ConnectionError, ConnectionOptions, ConnectionResponse,
     RegisterConnection, RegistrationError, TunnelAuth,
 };
-use crate::rpc::{Call, Message, Payload, ReturnBody, Target};
+use crate::rpc::{Call, Message, Payload, ReturnBody, SendResultsTo, Target};
 use crate::schema::{REGISTRATION_SERVER_ID, SESSION_MANAGER_ID};
 
 const SECRET: &[u8] = b"the right secret";
@@ -27,9 +27,9 @@ struct Pair {
 fn decode_all(mut bytes: &[u8]) -> Vec<Message> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
-        match decode_message(bytes).unwrap() {
+        match Message::decode(bytes).unwrap() {
             Decoded::Complete { value, consumed } => {
-                out.push(Message::from_struct(&value).unwrap());
+                out.push(value);
                 bytes = &bytes[consumed..];
             }
             Decoded::Incomplete { .. } => panic!("partial message in transmit"),
@@ -162,7 +162,7 @@ fn register_pipelines_on_bootstrap_and_succeeds() {
     // Feed it to the server one byte at a time: framing must cope with any split.
     let mut bytes = Vec::new();
     for m in &first {
-        bytes.extend(m.encode());
+        bytes.extend(m.encode().unwrap());
     }
     for b in &bytes {
         p.server
@@ -397,10 +397,11 @@ fn raw_call(question_id: u32, target: Target, interface_id: u64, method_id: u16)
         target,
         interface_id,
         method_id,
-        params: Payload::of_struct(StructValue::default()),
-        send_results_to: 0,
+        params: Payload::of_struct(unregister_params()),
+        send_results_to: SendResultsTo::Caller,
     })
     .encode()
+    .unwrap()
 }
 
 fn returns(bytes: &[u8]) -> Vec<(u32, ReturnBody)> {
@@ -425,7 +426,10 @@ fn server_refuses_bad_targets_interfaces_and_methods() {
         )
         .unwrap();
     server
-        .handle_input(&Message::Bootstrap { question_id: 0 }.encode(), now)
+        .handle_input(
+            &Message::Bootstrap { question_id: 0 }.encode().unwrap(),
+            now,
+        )
         .unwrap();
     // Wrong interface, unknown method, pipelining with a transform.
     server
@@ -484,7 +488,7 @@ fn server_aborts_on_garbage_and_duplicate_questions() {
     assert!(matches!(decode_all(&out)[..], [Message::Abort(_)]));
 
     let mut server = ControlServer::new();
-    let bootstrap = Message::Bootstrap { question_id: 0 }.encode();
+    let bootstrap = Message::Bootstrap { question_id: 0 }.encode().unwrap();
     server.handle_input(&bootstrap, now).unwrap();
     let err = server.handle_input(&bootstrap, now).unwrap_err();
     assert!(matches!(err, Error::RpcProtocol(_)));
@@ -494,13 +498,30 @@ fn server_aborts_on_garbage_and_duplicate_questions() {
 fn unknown_message_kinds_get_unimplemented_back() {
     let now = Instant::now();
     let mut server = ControlServer::new();
-    let mut root = StructValue::new(1, 1);
-    root.set_u16(0, 13); // disembargo
-    root.set_struct(0, StructValue::new(1, 1));
-    server.handle_input(&encode_message(&root), now).unwrap();
+    // A `Disembargo` (discriminant 13, past the schema's last member): root Message
+    // (1 / 1) at w1, discriminant at byte 0, its body (1 / 1) at w3, all zero.
+    let disembargo: &[u8] = &[
+        0, 0, 0, 0, 5, 0, 0, 0, //
+        0, 0, 0, 0, 1, 0, 1, 0, //
+        13, 0, 0, 0, 0, 0, 0, 0, //
+        0, 0, 0, 0, 1, 0, 1, 0, //
+        0, 0, 0, 0, 0, 0, 0, 0, //
+        0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    let Ok(Decoded::Complete {
+        value: Message::Unsupported { which: 13, message },
+        ..
+    }) = Message::decode(disembargo)
+    else {
+        panic!("a disembargo is not read as unsupported");
+    };
+    server.handle_input(disembargo, now).unwrap();
     let mut out = Vec::new();
     server.poll_transmit(&mut out);
-    assert_eq!(decode_all(&out), vec![Message::Unimplemented(root)]);
+    assert_eq!(decode_all(&out), vec![Message::Unimplemented(message)]);
+    // The echo (from w2, the `unimplemented` pointer) is the message as it came,
+    // word for word.
+    assert_eq!(&out[24..], &disembargo[8..]);
     assert!(!server.is_closed());
 }
 
@@ -515,7 +536,7 @@ fn client_aborts_on_return_for_unknown_question() {
         no_finish_needed: false,
     });
     assert!(matches!(
-        client.handle_input(&stray.encode(), now),
+        client.handle_input(&stray.encode().unwrap(), now),
         Err(Error::RpcProtocol(_))
     ));
     assert!(client.is_closed());
@@ -549,13 +570,16 @@ fn import_stays_callable_after_bootstrap_finish_releasing_caps() {
     let now = Instant::now();
     let mut server = ControlServer::new();
     server
-        .handle_input(&Message::Bootstrap { question_id: 0 }.encode(), now)
+        .handle_input(
+            &Message::Bootstrap { question_id: 0 }.encode().unwrap(),
+            now,
+        )
         .unwrap();
     let finish = Message::Finish(crate::rpc::Finish {
         question_id: 0,
         release_result_caps: true,
     });
-    server.handle_input(&finish.encode(), now).unwrap();
+    server.handle_input(&finish.encode().unwrap(), now).unwrap();
     assert_eq!(server.bootstrap_references(), 0);
     server
         .handle_input(

@@ -1,17 +1,22 @@
 //! `RegistrationServer` arguments and results (PROTOCOL.md §3.3, §3.4).
 //!
 //! Typed structures for `registerConnection` (params [`RegisterConnection`], result
-//! [`ConnectionResponse`]) and their nested structs, each with a mapping to and from
-//! the Cap'n Proto tree using the layouts PROTOCOL.md lists, plus
-//! [`RegistrationError`], the connector's classification of a failed registration.
-//! Both directions exist: the connector encodes params and decodes results, the edge
+//! [`ConnectionResponse`]) and their nested structs, plus [`RegistrationError`], the
+//! connector's classification of a failed registration. Their mapping to and from
+//! the generated `tunnelrpc.capnp` readers and builders is in `codec`. Both
+//! directions exist: the connector encodes params and decodes results, the edge
 //! simulator the reverse.
+
+mod codec;
 
 use std::time::Duration;
 
-use super::capnp::StructValue;
 use super::uuid::Uuid;
-use crate::Error;
+
+pub(crate) use codec::{
+    empty_results, read_update_local_configuration, register_params, register_results,
+    unregister_params, update_local_configuration_params,
+};
 
 /// `TunnelAuth` (0 data words / 2 pointers).
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -199,176 +204,6 @@ impl ConnectionDetails {
     pub fn connection_id(&self) -> Option<Uuid> {
         Uuid::from_slice(&self.uuid)
     }
-}
-
-impl TunnelAuth {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(0, 2);
-        s.set_text(0, &self.account_tag);
-        s.set_data(1, &self.tunnel_secret);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            account_tag: s.text_at(0, "TunnelAuth.accountTag")?,
-            tunnel_secret: s.data_at(1, "TunnelAuth.tunnelSecret")?,
-        })
-    }
-}
-
-impl ClientInfo {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(0, 4);
-        s.set_data(0, &self.client_id);
-        s.set_text_list(1, &self.features);
-        s.set_text(2, &self.version);
-        s.set_text(3, &self.arch);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            client_id: s.data_at(0, "ClientInfo.clientId")?,
-            features: s.text_list_at(1, "ClientInfo.features")?,
-            version: s.text_at(2, "ClientInfo.version")?,
-            arch: s.text_at(3, "ClientInfo.arch")?,
-        })
-    }
-}
-
-impl ConnectionOptions {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(1, 2);
-        s.set_struct(0, self.client.to_struct());
-        s.set_data(1, &self.origin_local_ip);
-        s.set_bool(0, self.replace_existing);
-        s.set_u8(1, self.compression_quality);
-        s.set_u8(2, self.num_previous_attempts);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            client: ClientInfo::from_struct(s.struct_at(0, "ConnectionOptions.client")?)?,
-            origin_local_ip: s.data_at(1, "ConnectionOptions.originLocalIp")?,
-            replace_existing: s.bool_at(0),
-            compression_quality: s.u8_at(1),
-            num_previous_attempts: s.u8_at(2),
-        })
-    }
-}
-
-impl RegisterConnection {
-    /// The params struct of `registerConnection`.
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(1, 3);
-        s.set_struct(0, self.auth.to_struct());
-        s.set_data(1, &self.tunnel_id);
-        s.set_struct(2, self.options.to_struct());
-        s.set_u8(0, self.conn_index);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            auth: TunnelAuth::from_struct(s.struct_at(0, "registerConnection.auth")?)?,
-            tunnel_id: s.data_at(1, "registerConnection.tunnelId")?,
-            conn_index: s.u8_at(0),
-            options: ConnectionOptions::from_struct(s.struct_at(2, "registerConnection.options")?)?,
-        })
-    }
-}
-
-impl ConnectionError {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(2, 1);
-        s.set_text(0, &self.cause);
-        s.set_u64(0, self.retry_after_nanos as u64);
-        s.set_bool(64, self.should_retry);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            cause: s.text_at(0, "ConnectionError.cause")?,
-            retry_after_nanos: s.u64_at(0) as i64,
-            should_retry: s.bool_at(64),
-        })
-    }
-}
-
-impl ConnectionDetails {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(1, 2);
-        s.set_data(0, &self.uuid);
-        s.set_text(1, &self.location_name);
-        s.set_bool(0, self.tunnel_is_remotely_managed);
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        Ok(Self {
-            uuid: s.data_at(0, "ConnectionDetails.uuid")?,
-            location_name: s.text_at(1, "ConnectionDetails.locationName")?,
-            tunnel_is_remotely_managed: s.bool_at(0),
-        })
-    }
-}
-
-impl ConnectionResponse {
-    pub(crate) fn to_struct(&self) -> StructValue {
-        let mut s = StructValue::new(1, 1);
-        match self {
-            Self::Error(e) => {
-                s.set_u16(0, 0);
-                s.set_struct(0, e.to_struct());
-            }
-            Self::Details(d) => {
-                s.set_u16(0, 1);
-                s.set_struct(0, d.to_struct());
-            }
-        }
-        s
-    }
-
-    pub(crate) fn from_struct(s: &StructValue) -> Result<Self, Error> {
-        match s.u16_at(0) {
-            0 => Ok(Self::Error(ConnectionError::from_struct(
-                s.struct_at(0, "ConnectionResponse.error")?,
-            )?)),
-            1 => Ok(Self::Details(ConnectionDetails::from_struct(
-                s.struct_at(0, "ConnectionResponse.connectionDetails")?,
-            )?)),
-            other => Err(Error::Schema {
-                structure: "ConnectionResponse",
-                problem: format!("unknown union discriminant {other}"),
-            }),
-        }
-    }
-
-    /// The `registerConnection` results struct (0 / 1) wrapping this response.
-    pub(crate) fn to_results(&self) -> StructValue {
-        let mut s = StructValue::new(0, 1);
-        s.set_struct(0, self.to_struct());
-        s
-    }
-
-    pub(crate) fn from_results(s: &StructValue) -> Result<Self, Error> {
-        Self::from_struct(s.struct_at(0, "registerConnection results")?)
-    }
-}
-
-/// `updateLocalConfiguration` params (0 / 1): `config :Data` in ptr 0.
-pub(crate) fn update_local_configuration_params(config: &[u8]) -> StructValue {
-    let mut s = StructValue::new(0, 1);
-    s.set_data(0, config);
-    s
-}
-
-/// Reads `updateLocalConfiguration`'s `config`.
-pub(crate) fn decode_update_local_configuration(s: &StructValue) -> Result<Vec<u8>, Error> {
-    s.data_at(0, "updateLocalConfiguration.config")
 }
 
 #[cfg(test)]

@@ -2,15 +2,35 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use capnp::raw;
+use capnp::serialize::write_message_segments_to_words;
+
 use super::*;
-use crate::Decoded;
-use crate::capnp::{decode_message, encode_message};
+use crate::codec::{self, Object};
+use crate::generated::tunnelrpc_capnp::registration_server::{
+    register_connection_params, register_connection_results, update_local_configuration_params,
+};
+use crate::{Decoded, Error};
+
+/// An object as the framed message whose root it is.
+fn frame(object: &Object) -> Vec<u8> {
+    write_message_segments_to_words(object)
+}
+
+/// Decodes a framed message whose root is a `T` with `read`.
+fn decode<T: capnp::traits::Owned, R>(
+    buf: &[u8],
+    read: impl FnOnce(T::Reader<'_>) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let Decoded::Complete { value, consumed } = codec::read(buf)? else {
+        panic!("incomplete");
+    };
+    assert_eq!(consumed, buf.len());
+    read(codec::root(&value)?)
+}
 
 fn decode_results(buf: &[u8]) -> ConnectionResponse {
-    match decode_message(buf).unwrap() {
-        Decoded::Complete { value, .. } => ConnectionResponse::from_results(&value).unwrap(),
-        Decoded::Incomplete { .. } => panic!("incomplete"),
-    }
+    decode::<register_connection_results::Owned, _>(buf, ConnectionResponse::read_results).unwrap()
 }
 
 /// `registerConnection` results `{ result: error{ cause: "EDUPCONN", retryAfter: 1 s,
@@ -78,13 +98,13 @@ fn details() -> ConnectionResponse {
 
 #[test]
 fn error_result_matches_golden() {
-    assert_eq!(encode_message(&edupconn().to_results()), EDUPCONN_GOLDEN);
+    assert_eq!(frame(&register_results(&edupconn())), EDUPCONN_GOLDEN);
     assert_eq!(decode_results(EDUPCONN_GOLDEN), edupconn());
 }
 
 #[test]
 fn details_result_matches_golden() {
-    assert_eq!(encode_message(&details().to_results()), DETAILS_GOLDEN);
+    assert_eq!(frame(&register_results(&details())), DETAILS_GOLDEN);
     assert_eq!(decode_results(DETAILS_GOLDEN), details());
 }
 
@@ -113,34 +133,80 @@ fn register_params_layout() {
             num_previous_attempts: 5,
         },
     };
-    let s = request.to_struct();
-    // PROTOCOL.md §3.3: params 1 / 3 with connIndex at byte 0.
-    assert_eq!((s.data.len(), s.ptrs.len()), (1, 3));
-    assert_eq!(s.data[0], 3);
-    // ConnectionOptions: replaceExisting bit 0, compressionQuality byte 1,
-    // numPreviousAttempts byte 2 -> 0x05_04_01.
-    let options = s.struct_at(2, "options").unwrap();
-    assert_eq!((options.data.len(), options.ptrs.len()), (1, 2));
-    assert_eq!(options.data[0], 0x05_04_01);
-    let client = options.struct_at(0, "client").unwrap();
-    assert_eq!(client.ptrs.len(), 4);
-    assert_eq!(client.text_at(3, "arch").unwrap(), "linux_amd64");
-
-    let buf = encode_message(&s);
-    let Decoded::Complete { value, .. } = decode_message(&buf).unwrap() else {
+    let buf = frame(&register_params(&request));
+    let Decoded::Complete { value: frame, .. } = codec::read(&buf).unwrap() else {
         panic!("incomplete");
     };
-    assert_eq!(RegisterConnection::from_struct(&value).unwrap(), request);
+    let params: register_connection_params::Reader<'_> = codec::root(&frame).unwrap();
+    // PROTOCOL.md §3.3: params 1 / 3 with connIndex at byte 0.
+    assert_eq!(raw::get_struct_data_section(params), 3u64.to_le_bytes());
+    assert_eq!(raw::get_struct_pointer_section(params).len(), 3);
+    // ConnectionOptions 1 / 2: replaceExisting bit 0, compressionQuality byte 1,
+    // numPreviousAttempts byte 2 -> 0x05_04_01.
+    let options = params.get_options().unwrap();
+    assert_eq!(
+        raw::get_struct_data_section(options),
+        0x05_04_01u64.to_le_bytes()
+    );
+    assert_eq!(raw::get_struct_pointer_section(options).len(), 2);
+    // ClientInfo 0 / 4, arch in ptr 3.
+    let client = options.get_client().unwrap();
+    assert!(raw::get_struct_data_section(client).is_empty());
+    let pointers = raw::get_struct_pointer_section(client);
+    assert_eq!(pointers.len(), 4);
+    let arch: capnp::text::Reader<'_> = pointers.get(3).get_as().unwrap();
+    assert_eq!(arch.to_str().unwrap(), "linux_amd64");
+
+    assert_eq!(RegisterConnection::read(params).unwrap(), request);
 }
 
 #[test]
 fn unknown_response_discriminant_is_an_error() {
-    let mut s = details().to_struct();
-    s.set_u16(0, 7);
+    // DETAILS_GOLDEN with the ConnectionResponse discriminant (w2 byte 0) set to 7.
+    let mut buf = DETAILS_GOLDEN.to_vec();
+    buf[8 + 2 * 8] = 7;
     assert!(matches!(
-        ConnectionResponse::from_struct(&s),
-        Err(Error::Schema { .. })
+        decode::<register_connection_results::Owned, _>(&buf, ConnectionResponse::read_results),
+        Err(Error::Schema {
+            structure: "ConnectionResponse",
+            ..
+        })
     ));
+}
+
+#[test]
+fn invalid_utf8_text_is_a_schema_error() {
+    // EDUPCONN_GOLDEN with the cause's first byte (w7) not UTF-8.
+    let mut buf = EDUPCONN_GOLDEN.to_vec();
+    buf[8 + 7 * 8] = 0xff;
+    let err =
+        decode::<register_connection_results::Owned, _>(&buf, ConnectionResponse::read_results)
+            .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Schema {
+                structure: "ConnectionError.cause",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn out_of_bounds_pointer_names_the_field() {
+    // EDUPCONN_GOLDEN with the cause text (w6) claiming 200 bytes.
+    let mut buf = EDUPCONN_GOLDEN.to_vec();
+    buf[8 + 6 * 8 + 4] = 2 | (200 << 3) as u8;
+    buf[8 + 6 * 8 + 5] = (200 >> 5) as u8;
+    let err =
+        decode::<register_connection_results::Owned, _>(&buf, ConnectionResponse::read_results)
+            .unwrap_err();
+    assert!(
+        matches!(&err, Error::Capnp(problem) if problem.starts_with("ConnectionError.cause")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -278,26 +344,41 @@ fn response() -> impl Strategy<Value = ConnectionResponse> {
 proptest! {
     #[test]
     fn register_params_round_trip(request in register()) {
-        let buf = encode_message(&request.to_struct());
-        let Decoded::Complete { value, consumed } = decode_message(&buf).unwrap() else {
-            panic!("incomplete");
-        };
-        prop_assert_eq!(consumed, buf.len());
-        prop_assert_eq!(RegisterConnection::from_struct(&value).unwrap(), request);
+        let buf = frame(&register_params(&request));
+        let back = decode::<register_connection_params::Owned, _>(&buf, RegisterConnection::read);
+        prop_assert_eq!(back.unwrap(), request);
     }
 
     #[test]
     fn results_round_trip(response in response()) {
-        let buf = encode_message(&response.to_results());
+        let buf = frame(&register_results(&response));
         prop_assert_eq!(decode_results(&buf), response);
     }
 
     #[test]
     fn update_local_configuration_round_trips(config in bytes()) {
-        let buf = encode_message(&update_local_configuration_params(&config));
-        let Decoded::Complete { value, .. } = decode_message(&buf).unwrap() else {
-            panic!("incomplete");
-        };
-        prop_assert_eq!(decode_update_local_configuration(&value).unwrap(), config);
+        let buf = frame(&update_local_configuration_params(&config));
+        let back = decode::<update_local_configuration_params::Owned, _>(
+            &buf,
+            read_update_local_configuration,
+        );
+        prop_assert_eq!(back.unwrap(), config);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        // Whatever decodes re-encodes to the same value.
+        if let Ok(Decoded::Complete { value, .. }) = codec::read(&bytes) {
+            let results = codec::root(&value).and_then(ConnectionResponse::read_results);
+            if let Ok(response) = results {
+                prop_assert_eq!(decode_results(&frame(&register_results(&response))), response);
+            }
+            let params = codec::root(&value).and_then(RegisterConnection::read);
+            if let Ok(request) = params {
+                let buf = frame(&register_params(&request));
+                let back = decode::<register_connection_params::Owned, _>(&buf, RegisterConnection::read);
+                prop_assert_eq!(back.unwrap(), request);
+            }
+        }
     }
 }
