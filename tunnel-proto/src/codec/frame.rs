@@ -26,7 +26,32 @@ const NESTING_LIMIT: i32 = 64;
 const MAX_FIRST_SEGMENT_WORDS: usize = 1 << 29;
 
 /// A message opened on the bytes it was framed in.
-pub(crate) type Message<'a> = message::Reader<BufferSegments<&'a [u8]>>;
+pub(crate) type Message<'a> = message::Reader<Segments<'a>>;
+
+/// Where a framed message's segments are in its bytes. Nearly every message has one
+/// segment, found without the table of segment bounds the crate would allocate.
+pub(crate) enum Segments<'a> {
+    /// The only segment.
+    One(&'a [u8]),
+    /// Several segments, through the `capnp` crate's table.
+    Many(BufferSegments<&'a [u8]>),
+}
+
+impl message::ReaderSegments for Segments<'_> {
+    fn get_segment(&self, index: u32) -> Option<&[u8]> {
+        match self {
+            Self::One(segment) => (index == 0).then_some(*segment),
+            Self::Many(segments) => segments.get_segment(index),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Many(segments) => segments.len(),
+        }
+    }
+}
 
 /// The reader options for a message of `words` segment words: nesting as deep as
 /// [`NESTING_LIMIT`] and a traversal budget of eight times the message plus 64
@@ -46,11 +71,18 @@ pub(crate) fn read(buf: &[u8]) -> Result<Decoded<Message<'_>>, Error> {
         Decoded::Complete { value, consumed } => (value, consumed),
         Decoded::Incomplete { needed } => return Ok(Decoded::Incomplete { needed }),
     };
-    let mut bytes = buf.get(..len).unwrap_or(buf);
-    let message =
-        serialize::read_message_from_flat_slice(&mut bytes, options(words)).map_err(malformed)?;
+    let bytes = buf.get(..len).unwrap_or(buf);
+    let segments = if read_u32(bytes, 0) == Some(0) {
+        // One segment: the table is this word, the segment all the rest.
+        Segments::One(bytes.get(8..).unwrap_or_default())
+    } else {
+        let mut bytes = bytes;
+        let message = serialize::read_message_from_flat_slice(&mut bytes, options(words))
+            .map_err(malformed)?;
+        Segments::Many(message.into_segments())
+    };
     Ok(Decoded::Complete {
-        value: message,
+        value: message::Reader::new(segments, options(words)),
         consumed: len,
     })
 }
