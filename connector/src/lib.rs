@@ -6,8 +6,8 @@
 //! bytes, deadlines and events come out. It covers
 //!
 //! * the connector token ([`proto::TunnelToken`]: parse and encode),
-//! * a hand-written Cap'n Proto codec (unpacked framing, segments, far pointers; no
-//!   schema compiler) with the schemas in `tunnel-proto/schema/`,
+//! * the Cap'n Proto messages, through the `capnp` crate with code generated from the
+//!   schemas in `tunnel-proto/schema/` (committed: no schema compiler to build),
 //! * the control stream's two-party RPC, both sides: [`proto::ControlClient`] for the
 //!   connector (bootstrap, pipelined `registerConnection`, `updateLocalConfiguration`,
 //!   `unregisterConnection`) and [`proto::ControlServer`] for the edge simulator,

@@ -13,10 +13,11 @@
 //! | 6 | metadata keys: header names in keys, Go's canonical names |
 //! | 7 | all of the above over the same bytes |
 //!
-//! The Cap'n Proto reader itself is internal to `culvert-connector`; every message
-//! above goes through it (framing, segments, far pointers, limits), and the
-//! registration structures through the control stream. See the modules for the
-//! properties each path checks.
+//! The Cap'n Proto layer (the `capnp` crate's reader under the generated code, with
+//! the framing and limits of the protocol crate's `codec`) is internal to the
+//! protocol crate; every message above goes through it (segments, far pointers,
+//! limits), and the registration structures and RPC messages through the control
+//! stream. See the modules for the properties each path checks.
 
 mod control;
 mod headers;
