@@ -85,7 +85,7 @@ EOF
 cat >"$RUN_DIR/haproxy.cfg" <<EOF
 global
     nbthread 1
-    maxconn 20000
+    maxconn 8000
 defaults
     mode tcp
     timeout connect 5s
