@@ -206,6 +206,14 @@ async fn connections_go_by_server_name_to_passthrough_terminated_and_https_liste
     .unwrap();
 }
 
+/// Whether a TLS handshake to `port` asking for `name` fails.
+async fn handshake_fails(port: u16, name: &str, client: &Arc<rustls::ClientConfig>) -> bool {
+    let tcp = TcpStream::connect(local(port)).await.unwrap();
+    let server_name = rustls_pki_types::ServerName::try_from(name.to_owned()).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(client));
+    connector.connect(server_name, tcp).await.is_err()
+}
+
 /// Whether the server ended `stream` without sending a byte.
 async fn closed_without_data(mut stream: TcpStream) -> bool {
     let mut buf = [0u8; 64];
@@ -225,10 +233,7 @@ async fn unknown_names_and_bytes_that_are_not_tls_are_reset() {
         // A name the passthrough listener owns but no route serves, and one no
         // listener owns: the handshake fails, nothing reached a backend.
         for name in ["other.example", "elsewhere.test"] {
-            let tcp = TcpStream::connect(local(port)).await.unwrap();
-            let server_name = rustls_pki_types::ServerName::try_from(name).unwrap();
-            let connector = tokio_rustls::TlsConnector::from(Arc::clone(&client));
-            assert!(connector.connect(server_name, tcp).await.is_err(), "{name}");
+            assert!(handshake_fails(port, name, &client).await, "{name}");
         }
         let unrouted = "culvert_refused_total{reason=\"tls_unrouted\"}";
         assert_eq!(metric(control, unrouted).await, Some(2));
@@ -247,10 +252,7 @@ async fn unknown_names_and_bytes_that_are_not_tls_are_reset() {
         let mut config = backends.config(2, port);
         config["tlsRoutes"][1]["backends"][0]["endpoints"] = json!([local(free_port())]);
         push(&server, &config).await;
-        let tcp = TcpStream::connect(local(port)).await.unwrap();
-        let server_name = rustls_pki_types::ServerName::try_from("db.example").unwrap();
-        let connector = tokio_rustls::TlsConnector::from(Arc::clone(&client));
-        assert!(connector.connect(server_name, tcp).await.is_err());
+        assert!(handshake_fails(port, "db.example", &client).await);
         let connect = "culvert_backend_errors_total{route=\"ns/db\",reason=\"connect\"}";
         assert_eq!(metric(control, connect).await, Some(1));
         let failed = "culvert_tls_route_connections_total{route=\"ns/db\",end=\"backend_failed\"}";
@@ -285,10 +287,7 @@ async fn a_passthrough_connection_outlives_a_config_swap_that_keeps_its_route() 
 
         assert_eq!(echo_to_end(&mut stream, b"after").await, b"before after");
         // New connections see the new table.
-        let tcp = TcpStream::connect(local(port)).await.unwrap();
-        let server_name = rustls_pki_types::ServerName::try_from("x.apps.example").unwrap();
-        let connector = tokio_rustls::TlsConnector::from(Arc::clone(&client));
-        assert!(connector.connect(server_name, tcp).await.is_err());
+        assert!(handshake_fails(port, "x.apps.example", &client).await);
         server.shutdown();
     })
     .await
