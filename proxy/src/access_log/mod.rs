@@ -101,6 +101,15 @@ fn write_lines(receiver: &Receiver<String>, dropped: &AtomicU64) {
     }
 }
 
+/// When something that has run for `elapsed` began, as [`rfc3339`]: the wall clock
+/// is read once, when the line is written.
+pub(crate) fn started_rfc3339(elapsed: std::time::Duration) -> String {
+    let started = SystemTime::now()
+        .checked_sub(elapsed)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    rfc3339(started)
+}
+
 /// `time` as RFC 3339 UTC with milliseconds, such as `2026-11-30T17:05:01.123Z`.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();

@@ -1,7 +1,7 @@
 //! What the pipeline knows about the connection a request came on: who sent it,
 //! where it arrived, and whether TLS was terminated (here or at the tunnel edge).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::fields::IpText;
@@ -66,6 +66,13 @@ impl ConnectionInfo {
             transport: Transport::Plain,
             tunnel: false,
         }
+    }
+
+    /// The local address routing goes by: the address arrived on when the listening
+    /// socket is bound to one, `None` (listeners of every address) when it is
+    /// bound to all of them.
+    pub(crate) fn local_ip(&self) -> Option<IpAddr> {
+        (!self.bound.ip().is_unspecified()).then_some(self.local.ip())
     }
 
     /// `https` when TLS was terminated (here or at the tunnel edge), else `http`.

@@ -231,10 +231,9 @@ fn route_and_rewrite(
         (Cow::Borrowed(_), Some(sent)) if sent.path() == path => sent.clone(),
         _ => with_query(&path, query).ok_or(LocalAnswer::BadTarget)?,
     };
-    let local_ip = (!connection.bound.ip().is_unspecified()).then_some(connection.local.ip());
     let view = RequestView {
         port: connection.local.port(),
-        local_ip,
+        local_ip: connection.local_ip(),
         host,
         path: target.as_str(),
         method: parts.method.as_str(),

@@ -116,11 +116,9 @@ impl Snapshot {
     /// The HTTP-01 answer for a request path, if the process does ACME and the path
     /// is `/.well-known/acme-challenge/<token>` for a token being validated.
     pub(crate) fn acme_http01_answer(&self, path: &str) -> Option<String> {
-        let store = self.acme_http01.as_ref()?;
-        if store.is_empty() {
-            return None;
-        }
-        store.response_for_path(path)
+        // The store's lock is taken only for a path under the challenge prefix, never
+        // for ordinary requests.
+        self.acme_http01.as_ref()?.response_for_path(path)
     }
 
     /// Where tunnel requests enter: the listening address of the first `HTTP`

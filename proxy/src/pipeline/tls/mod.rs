@@ -14,12 +14,13 @@
 //!   no name is routed as the empty name, which only a listener and a route without
 //!   hostnames match.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use culvert_router::config::ListenerProtocol;
 use culvert_router::{RouteId, RouteTable};
 
 use super::attempts::pick_endpoint;
+use super::connection::ConnectionInfo;
 use super::failure::BackendFailure;
 
 /// What to do with a TLS connection whose ClientHello has been read.
@@ -55,18 +56,17 @@ pub(crate) enum TlsRefusal {
     NoRoute,
 }
 
-/// Plans a TLS connection that arrived on `local` (through a socket bound to
-/// `bound`) asking for `server_name`; `random` picks the backend and endpoint.
+/// Plans a TLS connection that arrived on `connection` asking for `server_name`;
+/// `random` picks the backend and endpoint.
 pub(crate) fn plan_tls(
     table: &RouteTable,
-    local: SocketAddr,
-    bound: SocketAddr,
+    connection: &ConnectionInfo,
     server_name: Option<&str>,
     random: u64,
 ) -> TlsPlan {
     let name = server_name.unwrap_or("");
-    let local_ip: Option<IpAddr> = (!bound.ip().is_unspecified()).then_some(local.ip());
-    let Some(listener) = table.listener(local.port(), local_ip, name) else {
+    let (port, local_ip) = (connection.local.port(), connection.local_ip());
+    let Some(listener) = table.listener(port, local_ip, name) else {
         return TlsPlan::Refuse(TlsRefusal::NoListener);
     };
     let Some(info) = table.listener_info(listener) else {
@@ -77,7 +77,7 @@ pub(crate) fn plan_tls(
         ListenerProtocol::Tls => {}
         ListenerProtocol::Http => return TlsPlan::Refuse(TlsRefusal::NoListener),
     }
-    let Some(found) = table.route_tls(local.port(), local_ip, name) else {
+    let Some(found) = table.route_tls(port, local_ip, name) else {
         return TlsPlan::Refuse(TlsRefusal::NoRoute);
     };
     let endpoint = match found.backends.pick(random) {

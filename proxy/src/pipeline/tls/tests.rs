@@ -6,7 +6,12 @@ use culvert_router::config::DataPlaneConfig;
 use culvert_router::{RouteTable, RouteTableBuilder};
 
 use super::{TlsPlan, TlsRefusal, plan_tls};
-use crate::pipeline::BackendFailure;
+use crate::pipeline::{BackendFailure, ConnectionInfo};
+
+/// The client side of every planned connection (routing never looks at it).
+fn client() -> SocketAddr {
+    SocketAddr::from(([192, 0, 2, 7], 5000))
+}
 
 /// Port 443 shared by an `HTTPS` listener for `www.example`, a terminating `TLS`
 /// listener for `mqtt.example` and a passthrough listener for `*.example` with an
@@ -142,7 +147,8 @@ fn connections_go_where_their_server_name_says() {
     for (port, name, expected) in cases {
         let local = SocketAddr::from(([127, 0, 0, 1], *port));
         let bound = SocketAddr::from(([0, 0, 0, 0], *port));
-        let plan = plan_tls(&table, local, bound, *name, 7);
+        let connection = ConnectionInfo::new(client(), local, bound);
+        let plan = plan_tls(&table, &connection, *name, 7);
         assert_eq!(
             &observed(&table, plan),
             expected,
@@ -165,6 +171,7 @@ fn weighted_backends_share_passthrough_connections() {
     .unwrap();
     let table = RouteTableBuilder::new().build(&config).unwrap();
     let local = SocketAddr::from(([127, 0, 0, 1], 443));
+    let connection = ConnectionInfo::new(client(), local, local);
     let mut seen = std::collections::BTreeMap::<String, u32>::new();
     let mut random = 1u64;
     for _ in 0..4000 {
@@ -172,8 +179,7 @@ fn weighted_backends_share_passthrough_connections() {
         random ^= random << 13;
         random ^= random >> 7;
         random ^= random << 17;
-        let TlsPlan::Forward(splice) = plan_tls(&table, local, local, Some("x.test"), random)
-        else {
+        let TlsPlan::Forward(splice) = plan_tls(&table, &connection, Some("x.test"), random) else {
             panic!("not spliced");
         };
         *seen

@@ -119,7 +119,7 @@ async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: R
     };
     let server_name = hello.server_name.as_deref();
     let random = worker.next_random();
-    let plan = plan_tls(&snapshot.table, info.local, info.bound, server_name, random);
+    let plan = plan_tls(&snapshot.table, &info, server_name, random);
     let forward = match plan {
         TlsPlan::Http => {
             let Some(config) = snapshot.tls.server_config(info.bound).cloned() else {

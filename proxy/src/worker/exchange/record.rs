@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use bytes::Bytes;
 use culvert_router::outcome::grpc_status;
@@ -19,7 +19,7 @@ use hyper::body::{Body, Frame, SizeHint};
 
 use super::ProxyBody;
 use crate::BoxError;
-use crate::access_log::{AccessLog, rfc3339};
+use crate::access_log::{AccessLog, started_rfc3339};
 use crate::metrics::{InFlight, RouteStats, WorkerStats};
 use crate::pipeline::BackendFailure;
 use crate::pipeline::fields::RoutingHost;
@@ -103,11 +103,8 @@ impl Record {
         complete: bool,
     ) -> String {
         let elapsed = self.started.elapsed();
-        let started_at = SystemTime::now()
-            .checked_sub(elapsed)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
         serde_json::json!({
-            "time": rfc3339(started_at),
+            "time": started_rfc3339(elapsed),
             "worker": worker,
             "client": self.client.to_string(),
             "clientCertificate": self.client_certificate.as_ref().map(|identity| {

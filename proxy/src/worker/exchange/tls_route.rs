@@ -11,14 +11,14 @@
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::Worker;
 use super::splice::{SpliceEnd, splice};
-use crate::access_log::rfc3339;
+use crate::access_log::started_rfc3339;
 use crate::metrics::TlsRouteEnd;
 use crate::pipeline::{BackendFailure, ConnectionInfo, TlsForward};
 use crate::worker::io::OverTcp;
@@ -112,11 +112,8 @@ impl Worker {
             return;
         }
         let elapsed = started.elapsed();
-        let started_at = SystemTime::now()
-            .checked_sub(elapsed)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
         let line = serde_json::json!({
-            "time": rfc3339(started_at),
+            "time": started_rfc3339(elapsed),
             "worker": self.sink.worker,
             "client": connection.peer.ip().to_string(),
             "entry": "listener",
