@@ -13,8 +13,8 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
 use super::conditions::{Verdict, reason};
-use super::references::{Side, permitted};
-use crate::model::{FrontendValidation, GATEWAY_GROUP, Gateway, Listener, SecretObjectReference};
+use super::references::{GatewayRefError, gateway_core_ref};
+use crate::model::{FrontendValidation, Gateway, Listener, SecretObjectReference};
 use crate::store::Store;
 
 /// The key of a CA ConfigMap that holds the PEM bundle.
@@ -158,37 +158,27 @@ fn ca_bundle(
     gateway_namespace: &str,
     store: &Store,
 ) -> Result<String, Verdict> {
-    let group = reference.group.as_deref().unwrap_or("");
-    let kind = reference.kind.as_deref().unwrap_or("ConfigMap");
-    if !group.is_empty() || kind != "ConfigMap" {
-        return Err(Verdict::no(
-            reason::INVALID_CA_CERTIFICATE_KIND,
-            format!(
-                "caCertificateRef {group:?}/{kind} {:?} is not a core ConfigMap",
-                reference.name
-            ),
-        ));
-    }
-    let namespace = reference.namespace.as_deref().unwrap_or(gateway_namespace);
-    let from = Side {
-        group: GATEWAY_GROUP,
-        kind: "Gateway",
-        namespace: gateway_namespace,
+    let namespace = match gateway_core_ref(store, gateway_namespace, reference, "ConfigMap") {
+        Ok(namespace) => namespace,
+        Err(GatewayRefError::Kind { group, kind }) => {
+            return Err(Verdict::no(
+                reason::INVALID_CA_CERTIFICATE_KIND,
+                format!(
+                    "caCertificateRef {group:?}/{kind} {:?} is not a core ConfigMap",
+                    reference.name
+                ),
+            ));
+        }
+        Err(GatewayRefError::NotPermitted { namespace }) => {
+            return Err(Verdict::no(
+                reason::REF_NOT_PERMITTED,
+                format!(
+                    "no ReferenceGrant allows ConfigMap {namespace}/{}",
+                    reference.name
+                ),
+            ));
+        }
     };
-    let to = Side {
-        group: "",
-        kind: "ConfigMap",
-        namespace,
-    };
-    if !permitted(store, &from, &to, &reference.name) {
-        return Err(Verdict::no(
-            reason::REF_NOT_PERMITTED,
-            format!(
-                "no ReferenceGrant allows ConfigMap {namespace}/{}",
-                reference.name
-            ),
-        ));
-    }
     let invalid = |why: String| Verdict::no(reason::INVALID_CA_CERTIFICATE_REF, why);
     let config_map = store
         .config_maps

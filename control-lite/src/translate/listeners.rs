@@ -4,7 +4,7 @@
 use super::certificates::check_tls_secret;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
-use super::references::{Side, permitted};
+use super::references::{GatewayRefError, gateway_core_ref};
 use crate::model::GATEWAY_GROUP;
 use crate::model::{Gateway, LabelSelector, Listener, RouteGroupKind};
 use crate::store::Store;
@@ -378,37 +378,27 @@ fn resolve_certificates(
     }
     let mut out = Vec::with_capacity(refs.len());
     for reference in refs {
-        let group = reference.group.as_deref().unwrap_or("");
-        let kind = reference.kind.as_deref().unwrap_or("Secret");
-        if !group.is_empty() || kind != "Secret" {
-            return Err(Verdict::no(
-                reason::INVALID_CERTIFICATE_REF,
-                format!(
-                    "certificateRef {group:?}/{kind} {:?} is not a core Secret",
-                    reference.name
-                ),
-            ));
-        }
-        let secret_namespace = reference.namespace.as_deref().unwrap_or(namespace);
-        let from = Side {
-            group: GATEWAY_GROUP,
-            kind: "Gateway",
-            namespace,
+        let secret_namespace = match gateway_core_ref(store, namespace, reference, "Secret") {
+            Ok(secret_namespace) => secret_namespace,
+            Err(GatewayRefError::Kind { group, kind }) => {
+                return Err(Verdict::no(
+                    reason::INVALID_CERTIFICATE_REF,
+                    format!(
+                        "certificateRef {group:?}/{kind} {:?} is not a core Secret",
+                        reference.name
+                    ),
+                ));
+            }
+            Err(GatewayRefError::NotPermitted { namespace }) => {
+                return Err(Verdict::no(
+                    reason::REF_NOT_PERMITTED,
+                    format!(
+                        "no ReferenceGrant allows Secret {namespace}/{}",
+                        reference.name
+                    ),
+                ));
+            }
         };
-        let to = Side {
-            group: "",
-            kind: "Secret",
-            namespace: secret_namespace,
-        };
-        if !permitted(store, &from, &to, &reference.name) {
-            return Err(Verdict::no(
-                reason::REF_NOT_PERMITTED,
-                format!(
-                    "no ReferenceGrant allows Secret {secret_namespace}/{}",
-                    reference.name
-                ),
-            ));
-        }
         let secret = store
             .secrets
             .get(&(secret_namespace.to_owned(), reference.name.clone()))

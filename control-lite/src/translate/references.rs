@@ -1,6 +1,7 @@
 //! ReferenceGrant checks: may an object in one namespace refer to an object in
 //! another?
 
+use crate::model::{GATEWAY_GROUP, SecretObjectReference};
 use crate::store::Store;
 
 /// One side of a reference: group, kind, namespace (and, for the target, name).
@@ -29,4 +30,48 @@ pub(crate) fn permitted(store: &Store, from: &Side<'_>, to: &Side<'_>, to_name: 
                     && t.name.as_deref().is_none_or(|n| n == to_name)
             })
         })
+}
+
+/// Why a Gateway's reference to a core object cannot be followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GatewayRefError<'a> {
+    /// It names no core object of the kind asked for: its group and kind.
+    Kind { group: &'a str, kind: &'a str },
+    /// The object is in `namespace`, another one, and no ReferenceGrant allows it.
+    NotPermitted { namespace: &'a str },
+}
+
+/// The namespace of the core `kind` object that a Gateway in `gateway_namespace`
+/// names in `reference` (whose kind defaults to `kind`), once the reference is of
+/// that kind and ReferenceGrants allow it.
+pub(crate) fn gateway_core_ref<'a>(
+    store: &Store,
+    gateway_namespace: &'a str,
+    reference: &'a SecretObjectReference,
+    kind: &'a str,
+) -> Result<&'a str, GatewayRefError<'a>> {
+    let group = reference.group.as_deref().unwrap_or("");
+    let named_kind = reference.kind.as_deref().unwrap_or(kind);
+    if !group.is_empty() || named_kind != kind {
+        return Err(GatewayRefError::Kind {
+            group,
+            kind: named_kind,
+        });
+    }
+    let namespace = reference.namespace.as_deref().unwrap_or(gateway_namespace);
+    let from = Side {
+        group: GATEWAY_GROUP,
+        kind: "Gateway",
+        namespace: gateway_namespace,
+    };
+    let to = Side {
+        group: "",
+        kind,
+        namespace,
+    };
+    if permitted(store, &from, &to, &reference.name) {
+        Ok(namespace)
+    } else {
+        Err(GatewayRefError::NotPermitted { namespace })
+    }
 }
