@@ -21,6 +21,6 @@ mod error;
 pub mod tcp_echo;
 pub mod tls;
 
-pub use echo::{EchoBackend, EchoConfig, EchoProtocol, SeenRequest};
+pub use echo::{EchoBackend, EchoConfig, EchoProtocol, EchoTls, SeenRequest, TlsSeen};
 pub use error::Error;
 pub use tcp_echo::{TcpEchoBackend, TcpEchoConfig};

@@ -13,15 +13,13 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rustls::ServerConfig;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::Error;
+use crate::tls::server_config;
 
 /// How to start a [`TcpEchoBackend`].
 #[derive(Debug, Clone, Default)]
@@ -45,7 +43,7 @@ impl TcpEchoBackend {
     /// Binds and starts serving on the current tokio runtime.
     pub async fn start(config: TcpEchoConfig) -> Result<Self, Error> {
         let acceptor = match &config.tls {
-            Some((chain, key)) => Some(TlsAcceptor::from(server_config(chain, key)?)),
+            Some((chain, key)) => Some(TlsAcceptor::from(server_config(chain, key, None)?)),
             None => None,
         };
         let addr = config
@@ -112,18 +110,4 @@ async fn echo<S: AsyncRead + AsyncWrite + Unpin>(stream: S, greeting: String) {
     if tokio::io::copy(&mut reader, &mut writer).await.is_ok() {
         let _ = writer.shutdown().await;
     }
-}
-
-fn server_config(chain: &str, key: &str) -> Result<Arc<ServerConfig>, Error> {
-    let chain = CertificateDer::pem_slice_iter(chain.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Error::Certificate(error.to_string()))?;
-    let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
-        .map_err(|error| Error::Certificate(error.to_string()))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_no_client_auth().with_single_cert(chain, key))
-        .map_err(|error| Error::Certificate(error.to_string()))?;
-    Ok(Arc::new(config))
 }

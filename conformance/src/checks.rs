@@ -28,6 +28,10 @@ fn generation_of(store: &Store, kind: &str, namespace: &str, name: &str) -> i64 
         "HTTPRoute" => store.http_routes.get(&key).map(|o| o.metadata.generation()),
         "GRPCRoute" => store.grpc_routes.get(&key).map(|o| o.metadata.generation()),
         "TLSRoute" => store.tls_routes.get(&key).map(|o| o.metadata.generation()),
+        "BackendTLSPolicy" => store
+            .backend_tls_policies
+            .get(&key)
+            .map(|o| o.metadata.generation()),
         _ => None,
     }
     .unwrap_or(1)
@@ -82,6 +86,22 @@ pub fn condition(store: &Store, translation: &Translation, check: &ConditionChec
                 .iter()
                 .filter(|p| wanted.is_none_or(|w| parent_matches(w, &p.parent_ref, namespace)))
                 .flat_map(|p| p.conditions.iter())
+                .collect()
+        }
+        "BackendTLSPolicy" => {
+            let key = (namespace.to_owned(), check.name.clone());
+            let Some(status) = translation.backend_tls_policies.get(&key) else {
+                return Verdict::Fail(format!(
+                    "BackendTLSPolicy {namespace}/{} has no status",
+                    check.name
+                ));
+            };
+            let wanted = check.parent_ref.as_ref();
+            status
+                .ancestors
+                .iter()
+                .filter(|a| wanted.is_none_or(|w| parent_matches(w, &a.ancestor_ref, namespace)))
+                .flat_map(|a| a.conditions.iter())
                 .collect()
         }
         other => return Verdict::Skip(format!("status of {other} is not written by Culvert")),

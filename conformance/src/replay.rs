@@ -377,6 +377,7 @@ fn http_exchange(
         location: None,
         terminated_by_backend: None,
         backend_sni: None,
+        backend_client_certificate: None,
         protocol: None,
         websocket_echo: None,
         grpc_status: None,

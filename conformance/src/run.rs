@@ -22,8 +22,10 @@ pub const CONTROLLER_NAME: &str = "gateway-conformance.example/controller";
 /// Upstream features the static replay claims: what translation and the router
 /// implement. Files needing anything else are skipped with the missing feature named.
 pub const CLAIMED_FEATURES: &[&str] = &[
+    "BackendTLSPolicy",
     "Gateway",
     "GatewayAddressEmpty",
+    "GatewayBackendClientCertificate",
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayHTTPListenerIsolation",

@@ -4,9 +4,9 @@
 
 use crate::load::load_path;
 use crate::model::{
-    ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig, GatewayConfig, GrpcRoute,
-    HttpRoute, L4Route, ListenerSet, Namespace, ObjectKey, ReferenceGrant, Resource, Secret,
-    Service, TlsRoute,
+    BackendTlsPolicy, ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig,
+    GatewayConfig, GrpcRoute, HttpRoute, L4Route, ListenerSet, Namespace, ObjectKey,
+    ReferenceGrant, Resource, Secret, Service, TlsRoute,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +36,8 @@ pub struct Store {
     pub udp_routes: BTreeMap<NamespacedName, L4Route>,
     /// ListenerSets (refused: Culvert merges none into Gateways).
     pub listener_sets: BTreeMap<NamespacedName, ListenerSet>,
+    /// BackendTLSPolicies.
+    pub backend_tls_policies: BTreeMap<NamespacedName, BackendTlsPolicy>,
     /// ReferenceGrants.
     pub reference_grants: BTreeMap<NamespacedName, ReferenceGrant>,
     /// Namespaces by name.
@@ -119,6 +121,10 @@ impl Store {
                 self.listener_sets
                     .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
             }
+            Resource::BackendTlsPolicy(o) => {
+                self.backend_tls_policies
+                    .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
+            }
             Resource::ReferenceGrant(o) => {
                 self.reference_grants
                     .insert(key_of(o.metadata.namespace.as_ref(), &o.metadata.name), o);
@@ -172,6 +178,7 @@ impl Store {
             "TCPRoute" => self.tcp_routes.remove(&nn).is_some(),
             "UDPRoute" => self.udp_routes.remove(&nn).is_some(),
             "ListenerSet" => self.listener_sets.remove(&nn).is_some(),
+            "BackendTLSPolicy" => self.backend_tls_policies.remove(&nn).is_some(),
             "ReferenceGrant" => self.reference_grants.remove(&nn).is_some(),
             "Namespace" => self.namespaces.remove(&key.name).is_some(),
             "Service" => self.services.remove(&nn).is_some(),
@@ -195,6 +202,7 @@ impl Store {
             "TCPRoute" => self.tcp_routes.clear(),
             "UDPRoute" => self.udp_routes.clear(),
             "ListenerSet" => self.listener_sets.clear(),
+            "BackendTLSPolicy" => self.backend_tls_policies.clear(),
             "ReferenceGrant" => self.reference_grants.clear(),
             "Namespace" => self.namespaces.clear(),
             "Service" => self.services.clear(),

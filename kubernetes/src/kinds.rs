@@ -85,6 +85,12 @@ pub const WATCHED: &[WatchedKind] = &[
     with_status(kind(GATEWAY_API, "v1", "TCPRoute", "tcproutes")),
     with_status(kind(GATEWAY_API, "v1", "UDPRoute", "udproutes")),
     with_status(kind(GATEWAY_API, "v1", "ListenerSet", "listenersets")),
+    with_status(kind(
+        GATEWAY_API,
+        "v1",
+        "BackendTLSPolicy",
+        "backendtlspolicies",
+    )),
     kind(GATEWAY_API, "v1", "ReferenceGrant", "referencegrants"),
     kind("", "v1", "Namespace", "namespaces"),
     kind("", "v1", "Service", "services"),

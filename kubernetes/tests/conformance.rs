@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 use culvert_conformance::prepare::LoopbackAddresses;
 use culvert_conformance::run::{CONTROLLER_NAME, Cluster, StaticJudge, run_dir_in, run_dir_with};
 use culvert_control_lite::model::{
-    GatewayClassStatus, GatewayStatus, ObjectKey, Resource, RouteParentStatus, RouteStatus,
+    GatewayClassStatus, GatewayStatus, ObjectKey, PolicyAncestorStatus, PolicyStatus, Resource,
+    RouteParentStatus, RouteStatus,
 };
 use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{DataPlaneId, Options, Translation};
 use culvert_fake_apiserver::{FakeApiServer, Serving, fixtures};
 use culvert_kubernetes::addresses::SharedAssigner;
-use culvert_kubernetes::kinds::WATCHED;
+use culvert_kubernetes::kinds::{WATCHED, by_kind};
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
 use serde_json::Value;
 
@@ -76,6 +77,14 @@ impl KubernetesCluster {
     /// Makes the server hold exactly `objects` (namespaces they need included),
     /// each new one created at its own `creationTimestamp`.
     fn load(&mut self, objects: &[Value]) -> Result<(), String> {
+        // Kinds Culvert does not watch (a test's own Deployments) cannot change
+        // what it sees, and the fake serves only what it has schemas for.
+        let objects: Vec<Value> = objects
+            .iter()
+            .filter(|o| o["kind"].as_str().and_then(by_kind).is_some())
+            .cloned()
+            .collect();
+        let objects = &objects[..];
         let mut wanted: BTreeSet<_> = objects.iter().map(identity).collect();
         let namespaces: BTreeSet<String> = objects
             .iter()
@@ -199,6 +208,22 @@ impl KubernetesCluster {
                         RouteStatus { parents },
                     );
                 }
+            }
+        }
+        for (namespace, name) in store.backend_tls_policies.keys() {
+            let status = status_of(GW, "BackendTLSPolicy", Some(namespace), name);
+            let ancestors: Vec<PolicyAncestorStatus> = status["ancestors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|a| a["controllerName"] == CONTROLLER_NAME)
+                .filter_map(|a| serde_json::from_value(a.clone()).ok())
+                .collect();
+            if !ancestors.is_empty() {
+                translation.backend_tls_policies.insert(
+                    (namespace.clone(), name.clone()),
+                    PolicyStatus { ancestors },
+                );
             }
         }
         translation

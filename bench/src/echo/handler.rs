@@ -101,6 +101,7 @@ pub(super) async fn handle(
         proto: parts.version,
         body,
         received_at: Instant::now(),
+        tls: conn.tls.clone(),
     };
     shared.record(seen.clone());
 
@@ -162,7 +163,11 @@ async fn echo(seen: &SeenRequest, uri: &http::Uri, shared: &Shared) -> Reply {
         ingress: "",
         service: &config.name,
         pod: config.pod(),
-        sni: "",
+        sni: seen
+            .tls
+            .as_ref()
+            .and_then(|tls| tls.server_name.as_deref())
+            .unwrap_or(""),
     };
     let body = match serde_json::to_vec_pretty(&echo) {
         Ok(body) => body,

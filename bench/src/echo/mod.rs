@@ -33,6 +33,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use crate::Error;
 use rewind::Rewind;
@@ -75,6 +76,31 @@ pub struct EchoConfig {
     /// How many requests [`EchoBackend::requests`] keeps; older ones are dropped so a
     /// long load run stays bounded. [`EchoBackend::count`] still counts every request.
     pub log_capacity: usize,
+    /// Terminate TLS on every connection (ALPN `h2` or `http/1.1` picks the
+    /// protocol); clear text when `None`.
+    pub tls: Option<EchoTls>,
+}
+
+/// The TLS an [`EchoBackend`] terminates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EchoTls {
+    /// PEM certificate chain, leaf first.
+    pub certificate_pem: String,
+    /// PEM private key.
+    pub private_key_pem: String,
+    /// PEM CA certificates that sign the client certificates it takes: a client
+    /// may show none, but one it shows must chain to these. No client certificate
+    /// is asked for when `None`.
+    pub client_ca_pem: Option<String>,
+}
+
+/// What the TLS handshake of a request's connection showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSeen {
+    /// The SNI the client sent.
+    pub server_name: Option<String>,
+    /// The client's certificate (DER), when it showed one.
+    pub client_certificate: Option<Vec<u8>>,
 }
 
 impl EchoConfig {
@@ -108,6 +134,7 @@ impl Default for EchoConfig {
             protocol: EchoProtocol::default(),
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             log_capacity: 10_000,
+            tls: None,
         }
     }
 }
@@ -138,6 +165,8 @@ pub struct SeenRequest {
     pub body: Bytes,
     /// When the request was recorded.
     pub received_at: Instant,
+    /// The TLS handshake of its connection; `None` in clear text.
+    pub tls: Option<TlsSeen>,
 }
 
 impl SeenRequest {
@@ -171,7 +200,11 @@ impl EchoBackend {
                 source,
             })?;
         let addr = listener.local_addr().map_err(Error::LocalAddr)?;
-        let shared = Arc::new(Shared::new(config));
+        let tls = match &config.tls {
+            Some(tls) => Some(crate::tls::echo_server_config(tls)?),
+            None => None,
+        };
+        let shared = Arc::new(Shared::new(config, tls));
         let (stop, stopped) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), stopped));
         Ok(Self {
@@ -234,6 +267,8 @@ impl Drop for EchoBackend {
 #[derive(Debug)]
 struct Shared {
     config: EchoConfig,
+    /// The TLS terminated on every connection, when the config asks for it.
+    tls: Option<Arc<rustls::ServerConfig>>,
     count: AtomicU64,
     next_connection: AtomicU64,
     log: Mutex<VecDeque<SeenRequest>>,
@@ -242,9 +277,10 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(config: EchoConfig) -> Self {
+    fn new(config: EchoConfig, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         Self {
             config,
+            tls,
             count: AtomicU64::new(0),
             next_connection: AtomicU64::new(0),
             log: Mutex::new(VecDeque::new()),
@@ -281,6 +317,8 @@ struct Connection {
     socket: Option<socket2::Socket>,
     /// Closes WebSocket tasks, which outlive the HTTP connection, on shutdown.
     stopped: watch::Receiver<()>,
+    /// What its TLS handshake showed; `None` in clear text.
+    tls: Option<TlsSeen>,
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<()>) {
@@ -295,6 +333,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
                         id,
                         socket: socket2::SockRef::from(&stream).try_clone().ok(),
                         stopped: stopped.clone(),
+                        tls: None,
                     };
                     tokio::spawn(serve_connection(stream, Arc::clone(&shared), conn));
                 }
@@ -307,10 +346,37 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>, conn: Connection) {
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>, mut conn: Connection) {
     // Best effort: latency matters for load runs, correctness does not depend on it.
     let _ = stream.set_nodelay(true);
     let mut stopped = conn.stopped.clone();
+    if let Some(tls) = &shared.tls {
+        let acceptor = TlsAcceptor::from(Arc::clone(tls));
+        let handshake = tokio::time::timeout(HEADER_READ_TIMEOUT, acceptor.accept(stream));
+        let tls = tokio::select! {
+            _ = stopped.changed() => return,
+            accepted = handshake => match accepted {
+                Ok(Ok(tls)) => tls,
+                // A failed or silent handshake holds nothing once dropped.
+                Ok(Err(_)) | Err(_) => return,
+            },
+        };
+        let session = tls.get_ref().1;
+        let h2 = session.alpn_protocol() == Some(b"h2");
+        conn.tls = Some(TlsSeen {
+            server_name: session.server_name().map(str::to_owned),
+            client_certificate: session
+                .peer_certificates()
+                .and_then(|chain| chain.first())
+                .map(|leaf| leaf.to_vec()),
+        });
+        let conn = Arc::new(conn);
+        tokio::select! {
+            _ = stopped.changed() => {}
+            () = serve_http(tls, h2, &shared, &conn) => {}
+        }
+        return;
+    }
     let protocol = shared.config.protocol;
     let conn = Arc::new(conn);
     let serve = async {
@@ -326,31 +392,39 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>, conn: Conn
                 }
             }
         };
-        let svc = {
-            let shared = Arc::clone(&shared);
-            let conn = Arc::clone(&conn);
-            service_fn(move |req| handler::handle(req, Arc::clone(&shared), Arc::clone(&conn)))
-        };
-        let io = TokioIo::new(io);
-        // Connection errors (resets, parse errors already answered with 400, our own
-        // `/retry/` resets) end only this connection.
-        if h2 {
-            let _ = http2::Builder::new(TokioExecutor::new())
-                .timer(TokioTimer::new())
-                .serve_connection(io, svc)
-                .await;
-        } else {
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(io, svc)
-                .with_upgrades()
-                .await;
-        }
+        serve_http(io, h2, &shared, &conn).await;
     };
     tokio::select! {
         _ = stopped.changed() => {}
         () = serve => {}
+    }
+}
+
+/// Serves HTTP/2 (`h2`) or HTTP/1.1 on `io` until the connection ends.
+async fn serve_http<T>(io: T, h2: bool, shared: &Arc<Shared>, conn: &Arc<Connection>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = {
+        let shared = Arc::clone(shared);
+        let conn = Arc::clone(conn);
+        service_fn(move |req| handler::handle(req, Arc::clone(&shared), Arc::clone(&conn)))
+    };
+    let io = TokioIo::new(io);
+    // Connection errors (resets, parse errors already answered with 400, our own
+    // `/retry/` resets) end only this connection.
+    if h2 {
+        let _ = http2::Builder::new(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .serve_connection(io, svc)
+            .await;
+    } else {
+        let _ = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(io, svc)
+            .with_upgrades()
+            .await;
     }
 }
 

@@ -10,6 +10,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use rustls::pki_types::pem::PemObject as _;
+
 use super::{EchoBackend, EchoConfig, EchoProtocol, duration, grpc, handler};
 
 /// Every test finishes well inside this on a loaded 2-core machine.
@@ -633,4 +635,130 @@ fn query_params_are_decoded() {
     assert_eq!(handler::query_param(&uri, "delay").as_deref(), Some("1.5s"));
     assert_eq!(handler::query_param(&uri, "b c").as_deref(), Some("d e"));
     assert_eq!(handler::query_param(&uri, "missing"), None);
+}
+
+/// A CA and a certificate it signed for `name` (client or server), as PEM.
+fn signed_by_ca(name: &str) -> (String, String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec![name.to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (ca_cert.pem(), leaf.pem(), key.serialize_pem())
+}
+
+/// Opens TLS to `backend` with SNI `sni`, ALPN `alpn`, showing `client` (chain
+/// and key PEM) if given, and sends one HTTP/1.1 GET.
+async fn get_over_tls(
+    backend: &EchoBackend,
+    sni: &str,
+    client: Option<(&str, &str)>,
+) -> Result<Answer, String> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::clone(&provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(
+            crate::tls::AcceptAnyCertificate::new(provider),
+        ));
+    let mut config = match client {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(
+                CertificateDer::pem_slice_iter(chain.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap(),
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let stream = TcpStream::connect(backend.addr()).await.unwrap();
+    let name = ServerName::try_from(sni.to_owned()).unwrap();
+    let tls = connector
+        .connect(name, stream)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, conn) = client_h1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let req = Request::get("/tls")
+        .header("host", sni)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let response = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+    Ok(Answer {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
+
+#[tokio::test]
+async fn a_tls_backend_reports_the_sni_and_the_client_certificate_it_saw() {
+    let (_, server_chain, server_key) = signed_by_ca("backend.example");
+    let (client_ca, client_chain, client_key) = signed_by_ca("gateway");
+    let backend = EchoBackend::start(EchoConfig {
+        tls: Some(super::EchoTls {
+            certificate_pem: server_chain,
+            private_key_pem: server_key,
+            client_ca_pem: Some(client_ca),
+        }),
+        ..EchoConfig::new("secure")
+    })
+    .await
+    .unwrap();
+    timeout(LIMIT, async {
+        let shown = get_over_tls(
+            &backend,
+            "backend.example",
+            Some((&client_chain, &client_key)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(shown.status, StatusCode::OK);
+        assert_eq!(shown.json()["sni"], "backend.example");
+        let seen = backend.requests().pop().unwrap();
+        let tls = seen.tls.unwrap();
+        assert_eq!(tls.server_name.as_deref(), Some("backend.example"));
+        let leaf =
+            rustls::pki_types::CertificateDer::from_pem_slice(client_chain.as_bytes()).unwrap();
+        assert_eq!(tls.client_certificate.as_deref(), Some(leaf.as_ref()));
+        // No certificate is taken too, and recorded as none.
+        let anonymous = get_over_tls(&backend, "other.example", None).await.unwrap();
+        assert_eq!(anonymous.json()["sni"], "other.example");
+        assert_eq!(
+            backend
+                .requests()
+                .pop()
+                .unwrap()
+                .tls
+                .unwrap()
+                .client_certificate,
+            None
+        );
+        // A certificate another CA signed is refused in the handshake.
+        let (_, foreign_chain, foreign_key) = signed_by_ca("intruder");
+        let refused = get_over_tls(
+            &backend,
+            "backend.example",
+            Some((&foreign_chain, &foreign_key)),
+        )
+        .await;
+        assert!(refused.is_err(), "a foreign client certificate was taken");
+        assert_eq!(backend.count(), 2);
+    })
+    .await
+    .unwrap();
 }

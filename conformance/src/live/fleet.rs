@@ -11,9 +11,14 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use crate::prepare::EndpointOwners;
-use culvert_bench::{EchoBackend, EchoConfig, SeenRequest, TcpEchoBackend, TcpEchoConfig};
+use culvert_bench::{EchoBackend, EchoConfig, EchoTls, SeenRequest, TcpEchoBackend, TcpEchoConfig};
 use culvert_router::DataPlaneConfig;
-use culvert_router::config::{BackendConfig, HttpFilterConfig};
+use culvert_router::config::{BackendConfig, BackendTlsConfig};
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::ServerCertVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use std::sync::Arc;
 
 /// Echo backends by the endpoint address they stand in for.
 #[derive(Default)]
@@ -30,16 +35,21 @@ pub(super) type Counts = BTreeMap<SocketAddr, u64>;
 impl Fleet {
     /// Points every endpoint of `config` at an echo backend, starting the ones not
     /// running yet (on the current tokio runtime).
+    /// Backends the config reaches over TLS terminate it with a certificate from
+    /// `secrets` (chain and key by `namespace/name`) that their TLS settings
+    /// accept, and take any client certificate their CA bundle signed.
     pub(super) async fn rewrite(
         &mut self,
         config: &mut DataPlaneConfig,
         owners: &EndpointOwners,
+        secrets: &BTreeMap<String, (String, String)>,
     ) -> Result<(), String> {
         let mut endpoints = Vec::new();
-        for_each_backend(config, &mut |backend| {
-            endpoints.extend(backend.endpoints.iter().copied())
+        for_each_http_backend(config, |backend| {
+            let tls = backend.tls.as_ref();
+            endpoints.extend(backend.endpoints.iter().map(|e| (*e, tls.cloned())));
         });
-        for endpoint in endpoints {
+        for (endpoint, tls) in endpoints {
             if self.backends.contains_key(&endpoint) {
                 continue;
             }
@@ -53,9 +63,19 @@ impl Fleet {
                 .pod(endpoint.ip())
                 .and_then(|pod| pod.split_once('/'))
                 .map(|(_, pod)| pod.to_owned());
+            let tls = match tls {
+                Some(settings) => Some(serving_tls(&settings, secrets).ok_or_else(|| {
+                    format!(
+                        "no TLS Secret holds a certificate for {} that its backend TLS settings accept",
+                        settings.hostname
+                    )
+                })?),
+                None => None,
+            };
             let echo = EchoBackend::start(EchoConfig {
                 namespace: namespace.to_owned(),
                 pod,
+                tls,
                 ..EchoConfig::new(service)
             })
             .await
@@ -63,7 +83,7 @@ impl Fleet {
             self.backends.insert(endpoint, (owner, echo));
         }
         let fleet = &self.backends;
-        for_each_backend(config, &mut |backend| {
+        for_each_http_backend(config, |backend| {
             for endpoint in &mut backend.endpoints {
                 if let Some((_, echo)) = fleet.get(endpoint) {
                     *endpoint = echo.addr();
@@ -152,31 +172,50 @@ fn self_signed(names: &[String]) -> Result<(String, String), String> {
     Ok((certified.cert.pem(), certified.signing_key.serialize_pem()))
 }
 
-/// Calls `visit` on every backend of `config`: rule backends and mirror targets.
-fn for_each_backend(config: &mut DataPlaneConfig, visit: &mut dyn FnMut(&mut BackendConfig)) {
-    let filters = |filters: &mut Vec<HttpFilterConfig>,
-                   visit: &mut dyn FnMut(&mut BackendConfig)| {
-        for filter in filters {
-            if let HttpFilterConfig::RequestMirror { request_mirror } = filter {
-                visit(&mut request_mirror.backend);
-            }
-        }
-    };
+/// Calls `visit` on every backend of the config's HTTP and gRPC routes (TLSRoute
+/// backends get TCP echo backends instead).
+fn for_each_http_backend(config: &mut DataPlaneConfig, mut visit: impl FnMut(&mut BackendConfig)) {
     for route in &mut config.http_routes {
-        for rule in &mut route.rules {
-            filters(&mut rule.filters, visit);
-            for backend in &mut rule.backends {
-                filters(&mut backend.filters, visit);
-                visit(backend);
-            }
-        }
+        route.for_each_backend_mut(&mut visit);
     }
     for route in &mut config.grpc_routes {
-        for rule in &mut route.rules {
-            filters(&mut rule.filters, visit);
-            for backend in &mut rule.backends {
-                visit(backend);
-            }
-        }
+        route.for_each_backend_mut(&mut visit);
     }
+}
+
+/// The TLS a backend with `settings` serves: the first Secret certificate valid
+/// for its hostname under its CA certificates, and those CAs for client
+/// certificates. `None` when no Secret has one (or the system's roots are asked
+/// for, which no test certificate chains to).
+fn serving_tls(
+    settings: &BackendTlsConfig,
+    secrets: &BTreeMap<String, (String, String)>,
+) -> Option<EchoTls> {
+    let bundle = settings.ca_certificates_pem.as_ref()?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+        roots.add(certificate.ok()?).ok()?;
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .ok()?;
+    let name = ServerName::try_from(settings.hostname.clone()).ok()?;
+    let accepts = |chain: &str| {
+        let mut certificates =
+            CertificateDer::pem_slice_iter(chain.as_bytes()).filter_map(Result::ok);
+        let Some(leaf) = certificates.next() else {
+            return false;
+        };
+        let intermediates: Vec<_> = certificates.collect();
+        verifier
+            .verify_server_cert(&leaf, &intermediates, &name, &[], UnixTime::now())
+            .is_ok()
+    };
+    let (chain, key) = secrets.values().find(|(chain, _)| accepts(chain))?;
+    Some(EchoTls {
+        certificate_pem: chain.clone(),
+        private_key_pem: key.clone(),
+        client_ca_pem: Some(bundle.clone()),
+    })
 }

@@ -44,6 +44,8 @@ use culvert_control_lite::translate::Translation;
 use culvert_router::outcome::{grpc_status, grpc_status_for_http};
 use http::{HeaderName, HeaderValue, Request, Version};
 use http_body_util::Full;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 
 use client::{Answer, CLIENT_TIMEOUT, Target, Wire, exchange, tls_echo};
 use culvert_proxy::{Error, ServeConfig, Server};
@@ -166,8 +168,11 @@ impl LiveJudge {
         }
         self.version += 1;
         config.version = self.version;
-        self.runtime
-            .block_on(self.fleet.rewrite(&mut config, owners))?;
+        self.runtime.block_on(self.fleet.rewrite(
+            &mut config,
+            owners,
+            &self.client_certificates,
+        ))?;
         match &self.server {
             None => {
                 let serve = ServeConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -257,7 +262,30 @@ impl LiveJudge {
             .into_iter()
             .filter(|(_, seen)| seen.header(TAG).contains(&tag))
             .collect();
-        observed(&answer, &arrived, is_grpc(spec))
+        let mut observed = observed(&answer, &arrived, is_grpc(spec));
+        observed.backend_client_certificate = arrived
+            .iter()
+            .rev()
+            .find_map(|(_, seen)| seen.tls.as_ref()?.client_certificate.as_deref())
+            .map(|der| self.secret_holding(der));
+        observed
+    }
+
+    /// The TLS Secret whose leaf certificate is `der`, as `Secret namespace/name`,
+    /// or a description of a certificate no Secret holds.
+    fn secret_holding(&self, der: &[u8]) -> String {
+        self.client_certificates
+            .iter()
+            .find(|(_, (chain, _))| {
+                CertificateDer::pem_slice_iter(chain.as_bytes())
+                    .next()
+                    .and_then(Result::ok)
+                    .is_some_and(|leaf| leaf.as_ref() == der)
+            })
+            .map_or_else(
+                || format!("a certificate of {} bytes no Secret holds", der.len()),
+                |(name, _)| format!("Secret {name}"),
+            )
     }
 
     /// Opens a TLS echo exchange as `spec` says and observes it.
@@ -328,9 +356,6 @@ impl ExchangeJudge for LiveJudge {
         if let Some(why) = &self.problem {
             return Verdict::Fail(format!("not served: {why}"));
         }
-        if let Some(why) = unsupported(exchange) {
-            return Verdict::Skip(why.to_owned());
-        }
         let expect = &exchange.expect;
         let repeat = exchange.request.repeat.unwrap_or(1).max(1);
         let expect_timeout = expect.status.iter().any(|s| *s == 504 || *s == 408);
@@ -396,19 +421,6 @@ fn tag(n: u64) -> String {
 /// retry vectors need.
 fn uuid(tag: &str) -> String {
     format!("uuid-{tag}")
-}
-
-/// Why an exchange cannot be run live yet, if it cannot.
-fn unsupported(exchange: &Exchange) -> Option<&'static str> {
-    let request = &exchange.request;
-    let expect = &exchange.expect;
-    if request.scheme != "tls"
-        && (expect.backend_sees_sni.is_some() || expect.backend_sees_client_certificate.is_some())
-    {
-        Some("TLS to backends is not supported")
-    } else {
-        None
-    }
 }
 
 /// Whether `spec` is a gRPC call.
@@ -565,7 +577,8 @@ fn observed(
             .and_then(|value| value.to_str().ok())
             .map(vector_location),
         terminated_by_backend: None,
-        backend_sni: None,
+        backend_sni: seen.and_then(|seen| seen.tls.as_ref()?.server_name.clone()),
+        backend_client_certificate: None,
         protocol: Some(
             match answer.version {
                 Version::HTTP_2 => "HTTP/2",

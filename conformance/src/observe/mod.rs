@@ -35,6 +35,9 @@ pub struct Observed {
     pub terminated_by_backend: Option<bool>,
     /// The SNI the backend's TLS server received (live only).
     pub backend_sni: Option<String>,
+    /// The client certificate the backend's TLS server received, as the Secret
+    /// that holds it (`Secret namespace/name`; live only).
+    pub backend_client_certificate: Option<String>,
     /// The HTTP version of the response, as `HTTP/1.1` or `HTTP/2` (live only).
     pub protocol: Option<String>,
     /// The frame echoed after a WebSocket upgrade (live only).
@@ -302,6 +305,14 @@ pub fn check(expect: &Expect, seen: &Observed) -> Result<(), String> {
             return Err(format!(
                 "backend saw SNI {:?}, expected {wanted:?}",
                 seen.backend_sni
+            ));
+        }
+    }
+    if let Some(wanted) = &expect.backend_sees_client_certificate {
+        if seen.backend_client_certificate.as_ref() != Some(wanted) {
+            return Err(format!(
+                "backend saw client certificate {:?}, expected {wanted:?}",
+                seen.backend_client_certificate
             ));
         }
     }

@@ -32,6 +32,7 @@ pub fn prepare(
     for resource in resources.iter_mut() {
         replace_placeholders(resource);
     }
+    add_suite_objects(resources);
     fill_generated(resources, cas).map_err(|e| e.to_string())?;
     for resource in resources.iter_mut() {
         clock.stamp(resource, None);
@@ -40,6 +41,60 @@ pub fn prepare(
     resources.extend(synthesized);
     back_with_pods(resources, backed_by);
     Ok(())
+}
+
+/// The TLS objects upstream's suite creates at start-up for every test, as
+/// `(kind, name, generate annotation)` in `gateway-conformance-infra`. A file
+/// that names one without carrying it (a Deployment mounting it, a policy or a
+/// certificate annotation referring to it) gets it, as the suite's cluster would
+/// have it.
+const SUITE_OBJECTS: &[(&str, &str, &str)] = &[
+    (
+        "ConfigMap",
+        "tls-checks-ca-certificate",
+        "CA certificate bundle (key ca.crt); CA \"C\"",
+    ),
+    (
+        "Secret",
+        "tls-checks-certificate",
+        "TLS serving certificate signed by CA \"C\" (ConfigMap tls-checks-ca-certificate); \
+         SANs=abc.example.com,other.example.com",
+    ),
+];
+
+/// Adds the [`SUITE_OBJECTS`] that `resources` refer to and do not carry.
+fn add_suite_objects(resources: &mut Vec<Value>) {
+    const NAMESPACE: &str = "gateway-conformance-infra";
+    let text = Value::Array(resources.clone()).to_string();
+    for &(kind, name, annotation) in SUITE_OBJECTS {
+        let carried = resources.iter().any(|r| {
+            r["kind"] == kind
+                && r["metadata"]["name"] == name
+                && r["metadata"]["namespace"] == NAMESPACE
+        });
+        if carried || !text.contains(&format!("\"{name}\"")) && !text.contains(&format!(" {name})"))
+        {
+            continue;
+        }
+        let data = match kind {
+            "Secret" => json!({"tls.crt": "", "tls.key": ""}),
+            _ => json!({"ca.crt": ""}),
+        };
+        let mut object = json!({
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "annotations": {"conformance-vectors/generate": annotation},
+            },
+            "data": data,
+        });
+        if kind == "Secret" {
+            object["type"] = json!("kubernetes.io/tls");
+        }
+        resources.push(object);
+    }
 }
 
 /// Replaces the address placeholders anywhere in `value` (resources and expected

@@ -210,10 +210,21 @@ pub struct GatewayTls {
     /// How clients' certificates are validated.
     #[serde(default)]
     pub frontend: Option<FrontendTls>,
-    /// The client certificate the Gateway shows backends. Kept raw: Culvert reports
-    /// that it does not honour it.
+    /// The client certificate the Gateway shows backends over TLS.
     #[serde(default)]
-    pub backend: Option<serde_json::Value>,
+    pub backend: Option<Box<GatewayBackendTls>>,
+    /// Fields this version of Culvert does not know; reported, never ignored.
+    #[serde(flatten)]
+    pub unknown: BTreeMap<String, serde_json::Value>,
+}
+
+/// `Gateway.spec.tls.backend`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayBackendTls {
+    /// The Secret (`kubernetes.io/tls`) holding the client certificate and key.
+    #[serde(default)]
+    pub client_certificate_ref: Option<SecretObjectReference>,
     /// Fields this version of Culvert does not know; reported, never ignored.
     #[serde(flatten)]
     pub unknown: BTreeMap<String, serde_json::Value>,

@@ -12,6 +12,7 @@ mod grant;
 mod k8s;
 mod listener_set;
 mod meta;
+mod policy;
 mod route;
 
 pub use culvert::{
@@ -20,10 +21,10 @@ pub use culvert::{
 };
 pub use gateway::{
     AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig, FrontendValidation, Gateway,
-    GatewayAddress, GatewayClass, GatewayClassSpec, GatewayClassStatus, GatewaySpec, GatewayStatus,
-    GatewayTls, Infrastructure, Listener, ListenerNamespaces, ListenerStatus, ListenerTls,
-    LocalParametersReference, ParametersReference, PerPortTls, RouteGroupKind, RouteNamespaces,
-    SecretObjectReference,
+    GatewayAddress, GatewayBackendTls, GatewayClass, GatewayClassSpec, GatewayClassStatus,
+    GatewaySpec, GatewayStatus, GatewayTls, Infrastructure, Listener, ListenerNamespaces,
+    ListenerStatus, ListenerTls, LocalParametersReference, ParametersReference, PerPortTls,
+    RouteGroupKind, RouteNamespaces, SecretObjectReference,
 };
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{
@@ -32,6 +33,10 @@ pub use k8s::{
 };
 pub use listener_set::{ListenerSet, ListenerSetParentRef, ListenerSetSpec, ListenerSetStatus};
 pub use meta::{Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta};
+pub use policy::{
+    BackendTlsPolicy, BackendTlsPolicySpec, BackendTlsValidation, LocalObjectReference,
+    PolicyAncestorStatus, PolicyStatus, PolicyTargetReference, SubjectAltName,
+};
 pub use route::{
     BackendObjectReference, BackendRef, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule,
     GrpcRouteSpec, HttpRoute, HttpRouteMatch, HttpRouteRetry, HttpRouteRule, HttpRouteSpec,
@@ -65,6 +70,8 @@ pub enum Resource {
     UdpRoute(L4Route),
     /// `ListenerSet`: read to be refused, since Culvert merges none.
     ListenerSet(ListenerSet),
+    /// `BackendTLSPolicy`.
+    BackendTlsPolicy(BackendTlsPolicy),
     /// `ReferenceGrant`.
     ReferenceGrant(ReferenceGrant),
     /// `Namespace`.
@@ -204,6 +211,10 @@ impl Resource {
                 check("v1")?;
                 Self::ListenerSet(decode(&kind, value)?)
             }
+            (GATEWAY_GROUP, "BackendTLSPolicy") => {
+                check("v1")?;
+                Self::BackendTlsPolicy(decode(&kind, value)?)
+            }
             (GATEWAY_GROUP, "ReferenceGrant") => {
                 check("v1, v1beta1")?;
                 Self::ReferenceGrant(decode(&kind, value)?)
@@ -253,6 +264,7 @@ impl Resource {
             Self::TcpRoute(o) => ("TCPRoute", &o.metadata),
             Self::UdpRoute(o) => ("UDPRoute", &o.metadata),
             Self::ListenerSet(o) => ("ListenerSet", &o.metadata),
+            Self::BackendTlsPolicy(o) => ("BackendTLSPolicy", &o.metadata),
             Self::ReferenceGrant(o) => ("ReferenceGrant", &o.metadata),
             Self::Namespace(o) => ("Namespace", &o.metadata),
             Self::Service(o) => ("Service", &o.metadata),

@@ -3,10 +3,11 @@
 //! cannot be used still becomes a backend, marked unavailable, so its share of
 //! traffic fails closed (500) instead of falling through.
 
+use super::backend_tls;
 use super::conditions::{Verdict, reason};
 use super::references::{Side, permitted};
 use crate::model::{BackendObjectReference, Service, ServicePort};
-use crate::store::Store;
+use crate::store::{NamespacedName, Store};
 use culvert_router::config::{AppProtocol, BackendConfig, Unavailable};
 use std::net::{IpAddr, SocketAddr};
 
@@ -20,6 +21,8 @@ pub(crate) struct Referrer<'a> {
 pub(crate) struct Resolved {
     pub(crate) backend: BackendConfig,
     pub(crate) problem: Option<Verdict>,
+    /// The Service port it resolved to, when it did.
+    pub(crate) service: Option<NamespacedName>,
 }
 
 /// Resolves one reference. `weight` is the reference's weight (1 when absent).
@@ -43,6 +46,7 @@ pub(crate) fn resolve(
             tls: None,
         },
         problem: Some(why),
+        service: None,
     };
     let group = reference.group.as_deref().unwrap_or("");
     let kind = reference.kind.as_deref().unwrap_or("Service");
@@ -110,17 +114,29 @@ pub(crate) fn resolve(
         }
     };
     let endpoints = ready_endpoints(store, service, service_port);
+    let mut unavailable = endpoints.is_empty().then_some(Unavailable::NoEndpoints);
+    let tls = match backend_tls::for_service_port(store, namespace, &reference.name, service_port) {
+        None => None,
+        Some(Ok(tls)) => Some(tls),
+        // A policy that cannot be honoured still claims the backend: its traffic
+        // fails closed rather than going out in clear text.
+        Some(Err(_)) => {
+            unavailable = Some(Unavailable::InvalidReference);
+            None
+        }
+    };
     Resolved {
         backend: BackendConfig {
-            unavailable: endpoints.is_empty().then_some(Unavailable::NoEndpoints),
+            unavailable,
             name,
             weight,
             endpoints,
             app_protocol,
             filters: Vec::new(),
-            tls: None,
+            tls,
         },
         problem: None,
+        service: Some((namespace.to_owned(), reference.name.clone())),
     }
 }
 

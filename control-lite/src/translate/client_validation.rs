@@ -179,34 +179,37 @@ fn ca_bundle(
             ));
         }
     };
+    read_ca_bundle(store, namespace, &reference.name)
+}
+
+/// The PEM CA certificates under `ca.crt` of ConfigMap `namespace/name`, checked to
+/// hold at least one certificate (else `InvalidCACertificateRef`).
+pub(crate) fn read_ca_bundle(
+    store: &Store,
+    namespace: &str,
+    name: &str,
+) -> Result<String, Verdict> {
     let invalid = |why: String| Verdict::no(reason::INVALID_CA_CERTIFICATE_REF, why);
     let config_map = store
         .config_maps
-        .get(&(namespace.to_owned(), reference.name.clone()))
-        .ok_or_else(|| {
-            invalid(format!(
-                "ConfigMap {namespace}/{} not found",
-                reference.name
-            ))
-        })?;
-    let pem = config_map.data.get(CA_KEY).ok_or_else(|| {
-        invalid(format!(
-            "ConfigMap {namespace}/{} has no {CA_KEY}",
-            reference.name
-        ))
-    })?;
+        .get(&(namespace.to_owned(), name.to_owned()))
+        .ok_or_else(|| invalid(format!("ConfigMap {namespace}/{} not found", name)))?;
+    let pem = config_map
+        .data
+        .get(CA_KEY)
+        .ok_or_else(|| invalid(format!("ConfigMap {namespace}/{} has no {CA_KEY}", name)))?;
     let certificates = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| {
             invalid(format!(
                 "ConfigMap {namespace}/{} {CA_KEY} is not PEM: {error}",
-                reference.name
+                name
             ))
         })?;
     if certificates.is_empty() {
         return Err(invalid(format!(
             "ConfigMap {namespace}/{} {CA_KEY} holds no certificate",
-            reference.name
+            name
         )));
     }
     Ok(pem.clone())

@@ -2,6 +2,7 @@
 //! and listeners, and which data plane serves each (within the listener budgets of
 //! `budget`).
 
+use super::backend_tls;
 use super::budget;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
@@ -10,6 +11,7 @@ use super::redirect;
 use super::{AddressError, DataPlaneId, Options};
 use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass, GatewayConfig};
 use crate::store::{NamespacedName, Store};
+use culvert_router::config::BackendClientCertificate;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -83,6 +85,10 @@ pub(crate) struct GatewayState {
     pub(crate) plane: Option<DataPlaneId>,
     /// The status code of the HTTPS redirect it asks for (`redirect`).
     pub(crate) https_redirect: Option<u16>,
+    /// The client certificate it shows backends over TLS (`spec.tls.backend`).
+    pub(crate) backend_client_certificate: Option<BackendClientCertificate>,
+    /// The Gateway-level `ResolvedRefs`, when `spec.tls.backend` names a certificate.
+    pub(crate) resolved_refs: Option<Verdict>,
 }
 
 impl GatewayState {
@@ -188,14 +194,19 @@ fn gateway_state(
         }
     }
     if let Some(tls) = &gateway.spec.tls {
-        let unsupported = if tls.backend.is_some() {
-            Some("spec.tls.backend (a client certificate for backends) is not supported".to_owned())
-        } else {
-            tls.unknown
+        let unknown_backend = tls.backend.iter().flat_map(|backend| {
+            backend
+                .unknown
                 .keys()
-                .next()
-                .map(|field| format!("spec.tls.{field} is not supported"))
-        };
+                .map(|field| format!("spec.tls.backend.{field}"))
+        });
+        let unsupported = tls
+            .unknown
+            .keys()
+            .map(|field| format!("spec.tls.{field}"))
+            .chain(unknown_backend)
+            .next()
+            .map(|field| format!("{field} is not supported"));
         if let (Some(why), true) = (unsupported, accepted.status) {
             accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
         }
@@ -208,6 +219,8 @@ fn gateway_state(
             );
         }
     }
+    let (backend_client_certificate, resolved_refs) =
+        backend_tls::client_certificate(store, gateway);
     let mut address_problem = None;
     let addresses = match options.addresses.assign(key, &gateway.spec.addresses) {
         Ok(addresses) => addresses,
@@ -246,6 +259,8 @@ fn gateway_state(
         insecure_frontend_validation: client_validation::insecure_fallback(gateway),
         plane,
         https_redirect: None,
+        backend_client_certificate,
+        resolved_refs,
     }
 }
 

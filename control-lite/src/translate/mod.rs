@@ -4,7 +4,8 @@
 //! Order of work: classes (`gateways::classes`), Gateways and their listeners
 //! (`gateways::gateways`, `listeners`, within the listener budgets of `budget`),
 //! route attachment per parentRef (`attach`),
-//! rule translation (`routes`, `backends`), cross-namespace hostname conflicts
+//! rule translation (`routes`, `backends`, with BackendTLSPolicy from
+//! `backend_tls`), cross-namespace hostname conflicts
 //! (`conflicts`), then assembly per data plane (`planes`), where each route is also
 //! compiled alone by the router so a route the router refuses is reported, not
 //! served, and the HTTPS redirects Gateways ask for are added (`redirect`). Objects Culvert reads but cannot honour are refused in their status, not
@@ -12,6 +13,7 @@
 //! Start at [`translate`].
 
 mod attach;
+mod backend_tls;
 mod backends;
 mod budget;
 mod certificates;

@@ -13,12 +13,12 @@ use crate::model::RouteObject;
 use crate::store::{NamespacedName, Store};
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
-    AcmeListenerConfig, BackendConfig, CertificateConfig, CertificateRef, DataPlaneConfig,
-    GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig, ListenerConfig,
-    ListenerProtocol, ListenerTlsConfig, TlsMode, TlsRouteConfig,
+    AcmeListenerConfig, BackendClientCertificate, BackendConfig, CertificateConfig, CertificateRef,
+    DataPlaneConfig, GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig,
+    ListenerConfig, ListenerProtocol, ListenerTlsConfig, TlsMode, TlsRouteConfig,
 };
 use culvert_router::host::HostPattern;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The translated rules of a route, by kind.
 pub(crate) enum RouteBody {
@@ -37,6 +37,8 @@ pub(crate) struct RouteState {
     pub(crate) patterns: Vec<HostPattern>,
     pub(crate) parents: Vec<ParentOutcome>,
     pub(crate) resolved_refs: Verdict,
+    /// The Services its backends resolved to.
+    pub(crate) services: BTreeSet<NamespacedName>,
     pub(crate) body: RouteBody,
 }
 
@@ -118,6 +120,7 @@ impl Context<'_> {
             patterns,
             parents,
             resolved_refs: translated.resolved_refs,
+            services: translated.services,
             body: translated.rules,
         }
     }
@@ -166,17 +169,21 @@ pub(crate) fn assemble(
         }
     }
     let builder = RouteTableBuilder::new();
-    // (route, plane, listeners) of every route the router takes, pushed once the
-    // redirects are known.
-    let mut admitted: Vec<(usize, DataPlaneId, Vec<String>)> = Vec::new();
+    // (route, plane, client certificate, listeners) of every route the router
+    // takes, pushed once the redirects are known.
+    let mut admitted: Vec<(usize, DataPlaneId, ClientCertificate, Vec<String>)> = Vec::new();
     for (index, route) in routes.iter_mut().enumerate() {
-        let mut per_plane: BTreeMap<DataPlaneId, Vec<String>> = BTreeMap::new();
+        // Listeners per plane and per client certificate their Gateway shows
+        // backends: Gateways of one plane that show different ones get copies.
+        let mut per_plane: BTreeMap<(DataPlaneId, ClientCertificate), Vec<String>> =
+            BTreeMap::new();
         for parent in route.parents.iter().filter(|p| p.accepted.status) {
             let gateway = &gateways[parent.gateway];
             let Some(plane) = &gateway.plane else {
                 continue;
             };
-            let names = per_plane.entry(plane.clone()).or_default();
+            let key = (plane.clone(), gateway.backend_client_certificate.clone());
+            let names = per_plane.entry(key).or_default();
             for &listener in &parent.listeners {
                 let listener = &gateway.listeners[listener];
                 if !listener.served() {
@@ -188,7 +195,7 @@ pub(crate) fn assemble(
                 }
             }
         }
-        for (plane, listeners) in per_plane {
+        for ((plane, client_certificate), listeners) in per_plane {
             if listeners.is_empty() {
                 continue;
             }
@@ -201,7 +208,7 @@ pub(crate) fn assemble(
                 ..Default::default()
             };
             let hostnames = route.hostnames.clone();
-            push_route(&mut probe, route, listeners.clone(), hostnames);
+            push_route(&mut probe, route, listeners.clone(), hostnames, None);
             if let Err(error) = builder.build(&probe) {
                 for parent in route
                     .parents
@@ -213,7 +220,7 @@ pub(crate) fn assemble(
                 }
                 continue;
             }
-            admitted.push((index, plane, listeners));
+            admitted.push((index, plane, client_certificate, listeners));
         }
         for parent in route.parents.iter().filter(|p| p.accepted.status) {
             for &listener in &parent.listeners {
@@ -222,13 +229,19 @@ pub(crate) fn assemble(
         }
     }
     let redirects = Plan::new(gateways, routes);
-    for (index, plane, listeners) in admitted {
+    for (index, plane, client_certificate, listeners) in admitted {
         let Some(config) = planes.get_mut(&plane) else {
             continue;
         };
         let route = &routes[index];
         for (listeners, hostnames) in redirects.split(route, gateways, listeners) {
-            push_route(config, route, listeners, hostnames);
+            push_route(
+                config,
+                route,
+                listeners,
+                hostnames,
+                client_certificate.as_ref(),
+            );
         }
     }
     redirects.push_routes(&mut planes);
@@ -261,31 +274,50 @@ fn add_certificates(store: &Store, refs: &[CertificateRef], out: &mut Vec<Certif
     }
 }
 
+/// The client certificate a Gateway shows backends over TLS, if any.
+type ClientCertificate = Option<BackendClientCertificate>;
+
+/// Adds `route` on `listeners` for `hostnames`; its backends that speak TLS show
+/// `client_certificate`.
 fn push_route(
     config: &mut DataPlaneConfig,
     route: &RouteState,
     listeners: Vec<String>,
     hostnames: Vec<String>,
+    client_certificate: Option<&BackendClientCertificate>,
 ) {
+    let show = |backend: &mut BackendConfig| {
+        if let Some(tls) = &mut backend.tls {
+            tls.client_certificate = client_certificate.cloned();
+        }
+    };
     let (namespace, name) = route.key.clone();
     let creation_timestamp = route.creation_timestamp.clone();
     match &route.body {
-        RouteBody::Http(rules) => config.http_routes.push(HttpRouteConfig {
-            namespace,
-            name,
-            creation_timestamp,
-            listeners,
-            hostnames,
-            rules: rules.clone(),
-        }),
-        RouteBody::Grpc(rules) => config.grpc_routes.push(GrpcRouteConfig {
-            namespace,
-            name,
-            creation_timestamp,
-            listeners,
-            hostnames,
-            rules: rules.clone(),
-        }),
+        RouteBody::Http(rules) => {
+            let mut pushed = HttpRouteConfig {
+                namespace,
+                name,
+                creation_timestamp,
+                listeners,
+                hostnames,
+                rules: rules.clone(),
+            };
+            pushed.for_each_backend_mut(show);
+            config.http_routes.push(pushed);
+        }
+        RouteBody::Grpc(rules) => {
+            let mut pushed = GrpcRouteConfig {
+                namespace,
+                name,
+                creation_timestamp,
+                listeners,
+                hostnames,
+                rules: rules.clone(),
+            };
+            pushed.for_each_backend_mut(show);
+            config.grpc_routes.push(pushed);
+        }
         RouteBody::Tls(backends) => config.tls_routes.push(TlsRouteConfig {
             namespace,
             name,

@@ -9,13 +9,14 @@ use crate::model::{
     BackendObjectReference, BackendRef, GrpcRoute, HttpRoute, HttpRouteMatch, HttpRouteRule,
     RouteFilter, StringMatch, TlsRoute, Unknown,
 };
-use crate::store::Store;
+use crate::store::{NamespacedName, Store};
 use culvert_router::config::{
     BackendConfig, GrpcMatchConfig, GrpcMethodMatchConfig, GrpcRuleConfig, HeaderMatchConfig,
     HttpFilterConfig, HttpMatchConfig, HttpRuleConfig, PathMatchConfig, PathMatchType,
     QueryParamMatchConfig, RequestMirrorConfig, RetryConfig, StringMatchType, TimeoutsConfig,
 };
 use serde::Deserialize;
+use std::collections::BTreeSet;
 
 /// What a route's rules became, and the verdicts they earned.
 pub(crate) struct Translated<T> {
@@ -23,6 +24,8 @@ pub(crate) struct Translated<T> {
     /// `Some(message)`: the route asks for something Culvert cannot honour.
     pub(crate) unsupported: Option<String>,
     pub(crate) resolved_refs: Verdict,
+    /// The Services its backends resolved to (for BackendTLSPolicy status).
+    pub(crate) services: BTreeSet<NamespacedName>,
 }
 
 impl<T> Translated<T> {
@@ -32,6 +35,7 @@ impl<T> Translated<T> {
             rules: convert(self.rules),
             unsupported: self.unsupported,
             resolved_refs: self.resolved_refs,
+            services: self.services,
         }
     }
 }
@@ -42,6 +46,7 @@ struct Collector<'s> {
     referrer: Referrer<'s>,
     unsupported: Option<String>,
     resolved_refs: Verdict,
+    services: BTreeSet<NamespacedName>,
 }
 
 impl<'s> Collector<'s> {
@@ -51,6 +56,7 @@ impl<'s> Collector<'s> {
             referrer: Referrer { kind, namespace },
             unsupported: None,
             resolved_refs: Verdict::yes(reason::RESOLVED_REFS),
+            services: BTreeSet::new(),
         }
     }
 
@@ -79,6 +85,7 @@ impl<'s> Collector<'s> {
             }
         };
         let resolved = resolve(self.store, &self.referrer, reference, weight);
+        self.services.extend(resolved.service);
         if let Some(problem) = resolved.problem {
             if self.resolved_refs.status {
                 self.resolved_refs = problem;
@@ -148,6 +155,7 @@ impl<'s> Collector<'s> {
             rules,
             unsupported: self.unsupported,
             resolved_refs: self.resolved_refs,
+            services: self.services,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::DataPlaneId;
 use super::Options;
+use super::backend_tls;
 use super::conditions::{
     ACCEPTED, CONFLICTED, INSECURE_FRONTEND_VALIDATION_MODE, PROGRAMMED, RESOLVED_REFS,
     SUPPORTED_VERSION, Verdict, reason,
@@ -10,7 +11,7 @@ use super::conditions::{
 use super::gateways::{ClassState, GatewayState};
 use super::planes::RouteState;
 use crate::model::{
-    GatewayClassStatus, GatewayStatus, ListenerSetStatus, ListenerStatus, ObjectKey,
+    GatewayClassStatus, GatewayStatus, ListenerSetStatus, ListenerStatus, ObjectKey, PolicyStatus,
     RouteParentStatus, RouteStatus,
 };
 use crate::store::{NamespacedName, Store};
@@ -33,6 +34,8 @@ pub struct Translation {
     /// Status of every ListenerSet whose parent is a Gateway Culvert owns (always
     /// refused: Culvert merges no ListenerSet).
     pub listener_sets: BTreeMap<NamespacedName, ListenerSetStatus>,
+    /// Status of every BackendTLSPolicy that applies for a Gateway Culvert owns.
+    pub backend_tls_policies: BTreeMap<NamespacedName, PolicyStatus>,
     /// Which data plane serves each accepted Gateway.
     pub gateway_planes: BTreeMap<NamespacedName, DataPlaneId>,
 }
@@ -61,7 +64,7 @@ impl Translation {
 }
 
 pub(super) fn build(
-    _store: &Store,
+    store: &Store,
     options: &Options,
     classes: &BTreeMap<String, ClassState>,
     gateways: &[GatewayState],
@@ -102,6 +105,9 @@ pub(super) fn build(
                 gateway.accepted.condition(ACCEPTED, generation),
                 gateway.programmed().condition(PROGRAMMED, generation),
             ];
+            if let Some(resolved_refs) = &gateway.resolved_refs {
+                conditions.push(resolved_refs.condition(RESOLVED_REFS, generation));
+            }
             if gateway.insecure_frontend_validation {
                 let insecure = Verdict {
                     message: "a port accepts clients without a valid certificate \
@@ -154,6 +160,12 @@ pub(super) fn build(
         gateways: gateway_statuses,
         routes: route_statuses,
         listener_sets: BTreeMap::new(),
+        backend_tls_policies: backend_tls::statuses(
+            store,
+            gateways,
+            routes,
+            &options.controller_name,
+        ),
         gateway_planes,
     }
 }

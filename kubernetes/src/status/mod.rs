@@ -18,6 +18,8 @@ use crate::mirror::Observed;
 
 /// The route kinds whose status Culvert writes, as translation names them.
 const ROUTE_KINDS: [&str; 5] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
+/// The policy kind whose status Culvert writes.
+const POLICY_KIND: &str = "BackendTLSPolicy";
 
 /// The status `key` should have, or `None` when the stored one is already right
 /// (or Culvert has nothing to say about the object).
@@ -29,9 +31,9 @@ pub fn desired(
     now: &str,
 ) -> Option<Value> {
     let ours = ours(translation, key)?;
-    let merged = match key.kind.as_str() {
-        "GatewayClass" | "Gateway" | "ListenerSet" => merge_owned(&observed.status, ours, now),
-        _ => merge_parents(&observed.status, ours, controller_name, now),
+    let merged = match entry_list(&key.kind) {
+        None => merge_owned(&observed.status, ours, now),
+        Some(list) => merge_entries(&observed.status, ours, list, controller_name, now),
     };
     (merged != observed.status).then_some(merged)
 }
@@ -60,11 +62,19 @@ pub fn candidates<'o>(
                 .keys()
                 .map(|(namespace, name)| ObjectKey::new("ListenerSet", namespace, name)),
         )
+        .chain(
+            translation
+                .backend_tls_policies
+                .keys()
+                .map(|(namespace, name)| ObjectKey::new(POLICY_KIND, namespace, name)),
+        )
         .collect();
     for (key, observed) in observed {
-        let stale = ROUTE_KINDS.contains(&key.kind.as_str())
-            && !translation.routes.contains_key(key)
-            && parents(&observed.status)
+        let Some(list) = entry_list(&key.kind) else {
+            continue;
+        };
+        let stale = ours(translation, key).is_some_and(|ours| ours == json!([]))
+            && entries(&observed.status, list)
                 .iter()
                 .any(|entry| is_ours(entry, controller_name));
         if stale {
@@ -94,6 +104,13 @@ fn ours(translation: &Translation, key: &ObjectKey) -> Option<Value> {
             Some(status) => serde_json::to_value(&status.parents),
             None => Ok(Value::Array(Vec::new())),
         },
+        POLICY_KIND => match translation
+            .backend_tls_policies
+            .get(&(key.namespace.clone(), key.name.clone()))
+        {
+            Some(status) => serde_json::to_value(&status.ancestors),
+            None => Ok(Value::Array(Vec::new())),
+        },
         _ => return None,
     };
     value.ok()
@@ -121,12 +138,43 @@ fn merge_owned(stored: &Value, mut ours: Value, now: &str) -> Value {
     Value::Object(merged)
 }
 
-/// A route's status: other controllers' parent entries stay where they are,
-/// Culvert's are replaced by `ours` (a JSON array of parent statuses).
-fn merge_parents(stored: &Value, ours: Value, controller_name: &str, now: &str) -> Value {
+/// Where a kind shared between controllers keeps their entries: a route's
+/// `parents` (by `parentRef`), a policy's `ancestors` (by `ancestorRef`).
+#[derive(Debug, Clone, Copy)]
+struct EntryList {
+    field: &'static str,
+    reference: &'static str,
+}
+
+/// The entry list of `kind`; `None` for a kind Culvert owns whole.
+fn entry_list(kind: &str) -> Option<EntryList> {
+    if ROUTE_KINDS.contains(&kind) {
+        Some(EntryList {
+            field: "parents",
+            reference: "parentRef",
+        })
+    } else if kind == POLICY_KIND {
+        Some(EntryList {
+            field: "ancestors",
+            reference: "ancestorRef",
+        })
+    } else {
+        None
+    }
+}
+
+/// A shared status: other controllers' entries stay where they are, Culvert's
+/// are replaced by `ours` (a JSON array of entries).
+fn merge_entries(
+    stored: &Value,
+    ours: Value,
+    list: EntryList,
+    controller_name: &str,
+    now: &str,
+) -> Value {
     let mut merged: Map<String, Value> = stored.as_object().cloned().unwrap_or_default();
-    let before = parents(stored);
-    let mut entries: Vec<Value> = before
+    let before = entries(stored, list);
+    let mut kept: Vec<Value> = before
         .iter()
         .filter(|entry| !is_ours(entry, controller_name))
         .cloned()
@@ -138,22 +186,23 @@ fn merge_parents(stored: &Value, ours: Value, controller_name: &str, now: &str) 
         let previous = before
             .iter()
             .find(|old| {
-                is_ours(old, controller_name) && old.get("parentRef") == entry.get("parentRef")
+                is_ours(old, controller_name)
+                    && old.get(list.reference) == entry.get(list.reference)
             })
             .and_then(|old| old.get("conditions"));
         stamp(entry.get_mut("conditions"), previous, now);
     }
-    entries.extend(new);
-    if entries.is_empty() && !merged.contains_key("parents") {
+    kept.extend(new);
+    if kept.is_empty() && !merged.contains_key(list.field) {
         return stored.clone();
     }
-    merged.insert("parents".to_owned(), Value::Array(entries));
+    merged.insert(list.field.to_owned(), Value::Array(kept));
     Value::Object(merged)
 }
 
-fn parents(status: &Value) -> Vec<Value> {
+fn entries(status: &Value, list: EntryList) -> Vec<Value> {
     status
-        .get("parents")
+        .get(list.field)
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
@@ -192,8 +241,8 @@ fn stamp(conditions: Option<&mut Value>, stored: Option<&Value>, now: &str) {
 /// programmed or in conflict. They become Warning events.
 pub fn refusals(kind: &str, status: &Value, controller_name: &str) -> Vec<(String, String)> {
     let mut lists: Vec<&Value> = Vec::new();
-    if ROUTE_KINDS.contains(&kind) {
-        if let Some(entries) = status.get("parents").and_then(Value::as_array) {
+    if let Some(list) = entry_list(kind) {
+        if let Some(entries) = status.get(list.field).and_then(Value::as_array) {
             lists.extend(
                 entries
                     .iter()

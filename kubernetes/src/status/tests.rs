@@ -223,3 +223,55 @@ fn refused_tcp_routes_and_listener_sets_are_written_like_their_kinds() {
         vec![("NotAllowed".to_owned(), String::new())]
     );
 }
+
+#[test]
+fn policy_ancestors_are_merged_beside_other_controllers_and_dropped_when_unused() {
+    use culvert_control_lite::model::{PolicyAncestorStatus, PolicyStatus};
+    let key = ObjectKey::new("BackendTLSPolicy", "default", "web-tls");
+    let mut translation = Translation::default();
+    translation.backend_tls_policies.insert(
+        ("default".to_owned(), "web-tls".to_owned()),
+        PolicyStatus {
+            ancestors: vec![PolicyAncestorStatus {
+                ancestor_ref: ParentReference {
+                    group: Some("gateway.networking.k8s.io".to_owned()),
+                    kind: Some("Gateway".to_owned()),
+                    namespace: Some("default".to_owned()),
+                    name: "edge".to_owned(),
+                    section_name: None,
+                    port: None,
+                },
+                controller_name: OURS.to_owned(),
+                conditions: vec![condition("Accepted", false, "NoValidCACertificate")],
+            }],
+        },
+    );
+    let theirs = json!({"ancestorRef": {"name": "mesh"}, "controllerName": "example.com/other", "conditions": []});
+    let stored = json!({"ancestors": [theirs.clone(), {"ancestorRef": {"name": "old"}, "controllerName": OURS, "conditions": []}]});
+    assert!(
+        candidates(&translation, std::iter::empty(), OURS).contains(&key),
+        "a policy translation covers is a candidate"
+    );
+    let wanted = desired(&translation, &key, &observed(stored.clone()), OURS, NOW).unwrap();
+    let ancestors = wanted["ancestors"].as_array().unwrap();
+    assert_eq!(ancestors.len(), 2, "{wanted}");
+    assert_eq!(ancestors[0], theirs);
+    assert_eq!(ancestors[1]["ancestorRef"]["name"], "edge");
+    assert_eq!(
+        ancestors[1]["conditions"][0]["reason"],
+        "NoValidCACertificate"
+    );
+    assert_eq!(
+        refusals("BackendTLSPolicy", &wanted, OURS),
+        vec![("NoValidCACertificate".to_owned(), String::new())]
+    );
+    // Once no route of ours uses it, only our entries go.
+    let empty = Translation::default();
+    let observed = observed(stored);
+    assert_eq!(
+        candidates(&empty, [(&key, &observed)].into_iter(), OURS),
+        vec![key.clone()]
+    );
+    let wanted = desired(&empty, &key, &observed, OURS, NOW).unwrap();
+    assert_eq!(wanted, json!({"ancestors": [theirs]}));
+}

@@ -51,7 +51,7 @@ pub struct BackendTlsConfig {
 }
 
 /// A client certificate for backends, as PEM.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BackendClientCertificate {
     /// PEM chain, leaf first.

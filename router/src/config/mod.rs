@@ -78,6 +78,56 @@ impl DataPlaneConfig {
         let tls = self.tls_routes.iter().flat_map(|route| &route.backends);
         http.chain(grpc).chain(tls)
     }
+
+    /// Calls `visit` on every backend, as [`backends`](Self::backends) lists them.
+    pub fn for_each_backend_mut(&mut self, mut visit: impl FnMut(&mut BackendConfig)) {
+        for route in &mut self.http_routes {
+            route.for_each_backend_mut(&mut visit);
+        }
+        for route in &mut self.grpc_routes {
+            route.for_each_backend_mut(&mut visit);
+        }
+        for route in &mut self.tls_routes {
+            route.backends.iter_mut().for_each(&mut visit);
+        }
+    }
+}
+
+impl HttpRouteConfig {
+    /// Calls `visit` on every backend of the route: rule backends and the targets
+    /// of request mirrors (on rules and on backends).
+    pub fn for_each_backend_mut(&mut self, mut visit: impl FnMut(&mut BackendConfig)) {
+        for rule in &mut self.rules {
+            mirror_targets_mut(&mut rule.filters, &mut visit);
+            for backend in &mut rule.backends {
+                mirror_targets_mut(&mut backend.filters, &mut visit);
+                visit(backend);
+            }
+        }
+    }
+}
+
+impl GrpcRouteConfig {
+    /// Calls `visit` on every backend of the route: rule backends and the targets
+    /// of request mirrors.
+    pub fn for_each_backend_mut(&mut self, mut visit: impl FnMut(&mut BackendConfig)) {
+        for rule in &mut self.rules {
+            mirror_targets_mut(&mut rule.filters, &mut visit);
+            rule.backends.iter_mut().for_each(&mut visit);
+        }
+    }
+}
+
+/// Calls `visit` on the backends request mirrors in `filters` send copies to.
+fn mirror_targets_mut(
+    filters: &mut [HttpFilterConfig],
+    visit: &mut impl FnMut(&mut BackendConfig),
+) {
+    for filter in filters {
+        if let HttpFilterConfig::RequestMirror { request_mirror } = filter {
+            visit(&mut request_mirror.backend);
+        }
+    }
 }
 
 /// The backends request mirrors in `filters` send copies to.

@@ -4,6 +4,7 @@
 //! one concern each: listener budgets, the HTTPS redirect, and the refusal of kinds
 //! Culvert reads but does not carry.
 
+mod backend_tls;
 mod budget;
 mod l4_routes;
 mod listener_sets;
