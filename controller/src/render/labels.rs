@@ -115,10 +115,10 @@ impl Infrastructure {
         let mut kept = Self::default();
         let mut dropped = Vec::new();
         for (key, value) in labels {
-            let verdict = check_key(key)
-                .map_err(DropReason::InvalidKey)
-                .and_then(|()| check_label_value(value).map_err(DropReason::InvalidValue))
-                .and_then(|()| reserved(key, reserved_labels));
+            // Reserved first: whatever the value, Culvert's wins.
+            let verdict = reserved(key, reserved_labels)
+                .and_then(|()| check_key(key).map_err(DropReason::InvalidKey))
+                .and_then(|()| check_label_value(value).map_err(DropReason::InvalidValue));
             match verdict {
                 Ok(()) => {
                     kept.labels.insert(key.clone(), value.clone());
@@ -132,9 +132,8 @@ impl Infrastructure {
         }
         let mut size = 0usize;
         for (key, value) in annotations {
-            let verdict = check_key(key)
-                .map_err(DropReason::InvalidKey)
-                .and_then(|()| reserved(key, reserved_annotations))
+            let verdict = reserved(key, reserved_annotations)
+                .and_then(|()| check_key(key).map_err(DropReason::InvalidKey))
                 .and_then(|()| {
                     let next = size.saturating_add(key.len()).saturating_add(value.len());
                     if next > MAX_INFRASTRUCTURE_ANNOTATIONS {

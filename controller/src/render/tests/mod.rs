@@ -5,6 +5,7 @@ mod json;
 mod metadata;
 mod names;
 mod objects;
+mod properties;
 
 use std::collections::BTreeMap;
 
