@@ -33,6 +33,19 @@ pub enum Error {
         /// Version of the config serving.
         current: u64,
     },
+    /// The config has the serving version but other content: a version names one
+    /// content, so one of the two pushers is wrong.
+    #[error(
+        "config version {version} already serves other content (serving hash {serving}, offered {offered})"
+    )]
+    VersionConflict {
+        /// The version both have.
+        version: u64,
+        /// Content hash of the serving config.
+        serving: String,
+        /// Content hash of the refused config.
+        offered: String,
+    },
     /// The control address is reachable from other hosts without a token and TLS.
     #[error(
         "control address {addr} is not loopback: it needs a token (--token or \

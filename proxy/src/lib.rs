@@ -49,7 +49,7 @@ pub use error::{Error, TlsError};
 pub use limits::ClientLimits;
 pub use panics::install_panic_hook;
 pub use server::{ServeConfig, Server};
-pub use snapshot::{Snapshot, SnapshotCell};
+pub use snapshot::{Applied, Snapshot, SnapshotCell};
 pub use source::{ManifestSource, SourceError};
 pub use tls::{CertificateStore, ClientAuth, ClientIdentity, Termination, TlsSettings};
 

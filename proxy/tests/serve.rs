@@ -227,6 +227,39 @@ async fn forwards_and_answers_failures() {
         let older = put_config(control, &config(0, port, routes.clone()), None).await;
         assert_eq!(older.status, StatusCode::CONFLICT);
         assert_eq!(older.json()["currentVersion"], 1);
+        // The serving version again: the same content is a no-op answered with its
+        // hash (no swap counted), other content is a conflict.
+        let swaps = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("culvert_config_swaps_total"))
+                .map(str::to_owned)
+        };
+        let before = swaps(&String::from_utf8_lossy(
+            &control_get(&server, "/metrics", None).await.body,
+        ));
+        assert!(before.is_some(), "no swap counter in /metrics");
+        let again = put_config(control, &good, None).await;
+        assert_eq!(again.status, StatusCode::OK, "{:?}", again.body);
+        assert_eq!(again.json()["hash"], hash.as_str());
+        assert_eq!(
+            swaps(&String::from_utf8_lossy(
+                &control_get(&server, "/metrics", None).await.body
+            )),
+            before
+        );
+        let mut other = good.clone();
+        other["httpRoutes"].as_array_mut().unwrap().pop();
+        let conflict = put_config(control, &other, None).await;
+        assert_eq!(conflict.status, StatusCode::CONFLICT);
+        assert_eq!(conflict.json()["currentVersion"], 1);
+        assert!(
+            conflict.json()["error"]
+                .as_str()
+                .unwrap()
+                .contains("other content"),
+            "{:?}",
+            conflict.body
+        );
 
         let text = Request::put("/config")
             .header("host", "control")

@@ -4,7 +4,9 @@
 //! - `PUT /config`: a whole `DataPlaneConfig` JSON document (at most 16 MiB → 413;
 //!   `Content-Type` not JSON → 415; unparsable or refused by the router → 400 with
 //!   `{"error": reason}`; older than the serving version → 409 with
-//!   `{"currentVersion": N}`; applied → 200 `{"version", "hash"}`). The document is
+//!   `{"currentVersion": N}`; the serving version with other content → 409 too;
+//!   applied, or already serving that version and content → 200
+//!   `{"version", "hash"}`, the hash being `DataPlaneConfig::content_hash`). The document is
 //!   compiled here, off the request path, then swapped in with one store; a refused
 //!   one leaves the current snapshot serving. The answer waits (bounded) until every
 //!   worker has reconciled its listeners for the new snapshot.
@@ -49,7 +51,7 @@ pub(crate) use tls::ConfigApiTls;
 pub use tls::ConfigApiTlsFiles;
 
 use crate::metrics::{self, ConfigApiStats, StatsSnapshot};
-use crate::{Error, ManifestSource, SnapshotCell};
+use crate::{Applied, Error, ManifestSource, SnapshotCell};
 use culvert_router::DataPlaneConfig;
 
 /// Largest accepted config document.
@@ -296,12 +298,13 @@ impl ConfigApi {
                 StatusCode::OK,
                 &serde_json::json!({"version": snapshot.config_version, "hash": snapshot.content_hash}),
             ),
-            Err(Error::StaleVersion { current, .. }) => json(
+            Err(err @ Error::StaleVersion { current, .. }) => json(
                 StatusCode::CONFLICT,
-                &serde_json::json!({
-                    "error": format!("config version {} is older than the serving version {current}", config.version),
-                    "currentVersion": current,
-                }),
+                &serde_json::json!({"error": err.to_string(), "currentVersion": current}),
+            ),
+            Err(err @ Error::VersionConflict { version, .. }) => json(
+                StatusCode::CONFLICT,
+                &serde_json::json!({"error": err.to_string(), "currentVersion": version}),
             ),
             Err(err) => error(StatusCode::BAD_REQUEST, &err.chain()),
         }
@@ -332,14 +335,17 @@ impl ConfigApi {
         response
     }
 
-    /// Applies `config`, counting the swap or the rejection, and tells the workers.
+    /// Applies `config`, counting the swap or the rejection, and tells the workers
+    /// of a swap. A config the plane already serves (same version and content) is
+    /// neither.
     async fn apply(&self, config: &DataPlaneConfig) -> Result<Arc<crate::Snapshot>, Error> {
         match self.cell.apply(config) {
-            Ok(snapshot) => {
+            Ok(Applied::Swapped(snapshot)) => {
                 self.stats.config_swapped(snapshot.config_version);
                 self.notify_workers().await;
                 Ok(snapshot)
             }
+            Ok(Applied::AlreadyServing(snapshot)) => Ok(snapshot),
             Err(err) => {
                 self.stats.config_rejected();
                 Err(err)

@@ -38,8 +38,9 @@ pub struct Snapshot {
     route_labels: Vec<Arc<str>>,
     /// `version` of the config.
     pub config_version: u64,
-    /// Hex of a stable 64-bit FNV-1a hash of the config's canonical JSON (the document
-    /// re-serialized, so formatting and field order of the pushed text do not count).
+    /// `DataPlaneConfig::content_hash`: what the config says, its version left out
+    /// (the document re-serialized, so formatting and field order of the pushed
+    /// text do not count).
     pub content_hash: String,
     /// The addresses with `TLS` (passthrough) listeners, where a connection's
     /// ClientHello is read before anything else is decided.
@@ -84,7 +85,6 @@ impl Snapshot {
             .map_while(|id| table.route_info(RouteId(id)))
             .map(|info| Arc::from(format!("{}/{}", info.namespace, info.name)))
             .collect();
-        let canonical = serde_json::to_vec(config).map_err(Error::ConfigJson)?;
         let by_server_name = table
             .listeners()
             .iter()
@@ -97,7 +97,7 @@ impl Snapshot {
             config: Arc::new(config.clone()),
             route_labels,
             config_version: config.version,
-            content_hash: format!("{:016x}", fnv1a64(&canonical)),
+            content_hash: config.content_hash().map_err(Error::ConfigJson)?,
             by_server_name,
             acme_http01: acme.map(|acme| acme.http01().clone()),
         })
@@ -159,6 +159,24 @@ impl Snapshot {
     }
 }
 
+/// What [`SnapshotCell::apply`] did.
+#[derive(Debug, Clone)]
+pub enum Applied {
+    /// The config was compiled and now serves.
+    Swapped(Arc<Snapshot>),
+    /// The serving config already has this version and content; nothing changed.
+    AlreadyServing(Arc<Snapshot>),
+}
+
+impl Applied {
+    /// The snapshot serving now.
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
+        match self {
+            Self::Swapped(snapshot) | Self::AlreadyServing(snapshot) => snapshot,
+        }
+    }
+}
+
 /// The current snapshot, if any, shared by every worker and the config API thread.
 #[derive(Debug, Default)]
 pub struct SnapshotCell {
@@ -194,14 +212,34 @@ impl SnapshotCell {
         self.current.load_full()
     }
 
-    /// Compiles `config` and, unless it is older than the serving one or refused,
-    /// swaps it in. On error the current snapshot keeps serving.
-    pub fn apply(&self, config: &DataPlaneConfig) -> Result<Arc<Snapshot>, Error> {
+    /// Compiles `config` and swaps it in, unless it is older than the serving one
+    /// (`StaleVersion`), has its version with other content (`VersionConflict`),
+    /// has its version and content (nothing to do: `AlreadyServing`), or is
+    /// refused. On error the current snapshot keeps serving.
+    pub fn apply(&self, config: &DataPlaneConfig) -> Result<Applied, Error> {
         let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        self.check_version(config.version)?;
+        if let Some(current) = self.current.load_full() {
+            if config.version < current.config_version {
+                return Err(Error::StaleVersion {
+                    offered: config.version,
+                    current: current.config_version,
+                });
+            }
+            if config.version == current.config_version {
+                let offered = config.content_hash().map_err(Error::ConfigJson)?;
+                if offered == current.content_hash {
+                    return Ok(Applied::AlreadyServing(current));
+                }
+                return Err(Error::VersionConflict {
+                    version: config.version,
+                    serving: current.content_hash.clone(),
+                    offered,
+                });
+            }
+        }
         let snapshot = Arc::new(Snapshot::compile_with(config, self.acme.as_deref())?);
         self.current.store(Some(Arc::clone(&snapshot)));
-        Ok(snapshot)
+        Ok(Applied::Swapped(snapshot))
     }
 
     /// Recompiles the serving config when a certificate file it names has changed,
@@ -222,27 +260,6 @@ impl SnapshotCell {
         self.current.store(Some(snapshot));
         Ok(true)
     }
-
-    /// `Err(StaleVersion)` when `version` is older than the serving config's.
-    pub fn check_version(&self, version: u64) -> Result<(), Error> {
-        match &*self.current.load() {
-            Some(current) if version < current.config_version => Err(Error::StaleVersion {
-                offered: version,
-                current: current.config_version,
-            }),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// 64-bit FNV-1a: tiny, stable across releases and platforms, good enough to tell two
-/// configs apart (it is not a defence against a forged document).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    })
 }
 
 #[cfg(test)]

@@ -12,12 +12,6 @@ const LISTENERS: &str = r#"{"version": 0, "listeners": [
     {"name": "c", "address": "127.0.0.1", "port": 9090, "protocol": "HTTP"}]}"#;
 
 #[test]
-fn fnv_matches_reference_vectors() {
-    assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-    assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-}
-
-#[test]
 fn apply_refuses_older_versions_and_keeps_serving() {
     let cell = SnapshotCell::new();
     assert!(cell.load().is_none());
@@ -31,7 +25,24 @@ fn apply_refuses_older_versions_and_keeps_serving() {
         }
     ));
     assert_eq!(cell.load_full().unwrap().config_version, 2);
-    cell.apply(&config(2, LISTENERS)).unwrap();
+    // The serving version again: a no-op with the same content, an error with other.
+    let serving = cell.load_full().unwrap();
+    match cell.apply(&config(2, LISTENERS)).unwrap() {
+        Applied::AlreadyServing(snapshot) => assert!(Arc::ptr_eq(&snapshot, &serving)),
+        Applied::Swapped(_) => panic!("the same version and content was compiled again"),
+    }
+    let mut other = config(2, LISTENERS);
+    other.listeners.pop();
+    let err = cell.apply(&other).unwrap_err();
+    assert!(
+        matches!(&err, Error::VersionConflict { version: 2, serving: s, offered: o } if s != o),
+        "{err}"
+    );
+    assert!(Arc::ptr_eq(&cell.load_full().unwrap(), &serving));
+    // The same content under a newer version swaps, with the same content hash.
+    let newer = cell.apply(&config(3, LISTENERS)).unwrap();
+    assert!(matches!(newer, Applied::Swapped(_)));
+    assert_eq!(newer.snapshot().content_hash, serving.content_hash);
 }
 
 #[test]

@@ -57,6 +57,19 @@ pub struct DataPlaneConfig {
 }
 
 impl DataPlaneConfig {
+    /// What the config says, as hex of a stable 64-bit FNV-1a hash of its canonical
+    /// JSON with the version left out: the same content pushed under two versions
+    /// hashes alike, so a pusher can tell a plane already serves it. It tells
+    /// configs apart; it is no defence against a forged document.
+    pub fn content_hash(&self) -> Result<String, serde_json::Error> {
+        let unversioned = Self {
+            version: 0,
+            ..self.clone()
+        };
+        let canonical = serde_json::to_vec(&unversioned)?;
+        Ok(format!("{:016x}", fnv1a64(&canonical)))
+    }
+
     /// Every backend the config names: rule backends of every route kind, and the
     /// targets of request mirrors (on rules and on backends).
     pub fn backends(&self) -> impl Iterator<Item = &BackendConfig> {
@@ -298,3 +311,12 @@ impl_route_meta!(HttpRouteConfig, GrpcRouteConfig, TlsRouteConfig);
 
 #[cfg(test)]
 mod tests;
+
+/// 64-bit FNV-1a: tiny and stable across releases and platforms.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes.iter().fold(OFFSET, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
+}

@@ -123,3 +123,26 @@ fn acme_listeners_need_https_and_one_exact_hostname() {
             .unwrap();
     assert_eq!(plain.listeners[0].acme_name(), None);
 }
+
+#[test]
+fn the_content_hash_is_fnv_of_the_canonical_json_without_the_version() {
+    assert_eq!(super::fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+    assert_eq!(super::fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    let first: DataPlaneConfig = serde_json::from_str(
+        r#"{"version": 1, "listeners": [{"name": "a", "port": 80, "protocol": "HTTP"}]}"#,
+    )
+    .unwrap();
+    // Formatting, field order and the version do not count; content does.
+    let second: DataPlaneConfig = serde_json::from_str(
+        r#"{"listeners": [{"protocol": "HTTP",   "port": 80, "name": "a"}], "version": 7}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        first.content_hash().unwrap(),
+        second.content_hash().unwrap()
+    );
+    assert_eq!(first.content_hash().unwrap().len(), 16);
+    let mut third = first.clone();
+    third.listeners[0].port = 81;
+    assert_ne!(first.content_hash().unwrap(), third.content_hash().unwrap());
+}
