@@ -8,6 +8,7 @@ use crate::model::{
     GatewayConfig, GrpcRoute, HttpRoute, L4Route, ListenerSet, Namespace, ObjectKey,
     ReferenceGrant, Resource, Secret, Service, TlsRoute,
 };
+use crate::model::CULVERT_GROUP;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -215,7 +216,27 @@ impl Store {
         }
     }
 
-    /// The EndpointSlices of a Service.
+    /// The `GatewayConfig` that `gateway` (in `namespace`) names in
+    /// `spec.infrastructure.parametersRef`, if it exists.
+    pub fn gateway_config<'s>(
+        &'s self,
+        namespace: &str,
+        gateway: &Gateway,
+    ) -> Option<&'s GatewayConfig> {
+        let reference = gateway
+            .spec
+            .infrastructure
+            .as_ref()?
+            .parameters_ref
+            .as_ref()?;
+        if reference.group != CULVERT_GROUP || reference.kind != "GatewayConfig" {
+            return None;
+        }
+        self.gateway_configs
+            .get(&(namespace.to_owned(), reference.name.clone()))
+    }
+
+    /// The EndpointSlices of Service `namespace/service`.
     pub fn slices_of<'s>(
         &'s self,
         namespace: &'s str,

@@ -11,6 +11,7 @@
 //! Start at [`render::render`].
 #![forbid(unsafe_code)]
 
+pub mod credentials;
 mod error;
 pub mod render;
 

@@ -84,7 +84,9 @@ pub(crate) const CRD_GROUP: &str = "apiextensions.k8s.io";
 
 impl Registry {
     /// The built-in kinds: core Namespace, Node, Service, Secret, ConfigMap, Pod,
-    /// Event; `events.k8s.io/v1` Event; EndpointSlice; Lease; CRDs themselves.
+    /// Event; `events.k8s.io/v1` Event; EndpointSlice; Lease; the workload kinds
+    /// the controller renders (Deployment, NetworkPolicy, PodDisruptionBudget,
+    /// HorizontalPodAutoscaler); CRDs themselves.
     pub(crate) fn builtin() -> Self {
         let kinds = vec![
             Kind::builtin("", "v1", "Namespace", "namespaces", false).with_status(),
@@ -103,6 +105,30 @@ impl Registry {
                 true,
             ),
             Kind::builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
+            Kind::builtin("apps", "v1", "Deployment", "deployments", true).with_status(),
+            Kind::builtin(
+                "networking.k8s.io",
+                "v1",
+                "NetworkPolicy",
+                "networkpolicies",
+                true,
+            ),
+            Kind::builtin(
+                "policy",
+                "v1",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                true,
+            )
+            .with_status(),
+            Kind::builtin(
+                "autoscaling",
+                "v2",
+                "HorizontalPodAutoscaler",
+                "horizontalpodautoscalers",
+                true,
+            )
+            .with_status(),
             Kind::builtin(
                 CRD_GROUP,
                 "v1",

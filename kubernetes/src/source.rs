@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use culvert_control_lite::model::ObjectKey;
+use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{
     AddressAssigner, FixedAddresses, Options, Translation, translate,
 };
@@ -53,6 +54,20 @@ pub struct SourceConfig {
     pub debounce: Duration,
     /// Longest a change waits for a burst to end.
     pub max_delay: Duration,
+    /// Called with the mirror and each new translation, on the source's thread:
+    /// `culvert controller` takes the dedicated planes from here.
+    pub on_translation: Option<TranslationHook>,
+}
+
+/// A callback for each translation, with the objects it was made from. It runs on
+/// the source's thread between translations, so it should hand work off quickly.
+#[derive(Clone)]
+pub struct TranslationHook(pub Arc<dyn Fn(&Store, &Translation) + Send + std::marker::Sync>);
+
+impl std::fmt::Debug for TranslationHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TranslationHook")
+    }
 }
 
 impl SourceConfig {
@@ -67,6 +82,7 @@ impl SourceConfig {
             lease: None,
             debounce: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
+            on_translation: None,
         }
     }
 }
@@ -353,6 +369,9 @@ impl Sync {
         });
         if published {
             self.stats.published.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(hook) = &self.config.on_translation {
+            (hook.0)(self.mirror.store(), &translation);
         }
         self.last = Some(translation);
     }

@@ -9,7 +9,7 @@ use super::conditions::{Verdict, reason};
 use super::listeners::{self, ListenerState, Transport};
 use super::redirect;
 use super::{AddressError, DataPlaneId, Options};
-use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass, GatewayConfig};
+use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass};
 use crate::store::{NamespacedName, Store};
 use culvert_router::config::BackendClientCertificate;
 use std::collections::BTreeMap;
@@ -129,7 +129,7 @@ pub(crate) fn gateways(
                 gateway,
                 &classes[&gateway.spec.gateway_class_name],
             );
-            match redirect::policy(gateway, gateway_config(store, key, gateway)) {
+            match redirect::policy(gateway, store.gateway_config(key.0.as_str(), gateway)) {
                 Ok(code) => state.https_redirect = code,
                 Err(why) if state.accepted.status => {
                     state.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
@@ -181,7 +181,7 @@ fn gateway_state(
         .as_ref()
         .and_then(|i| i.parameters_ref.as_ref())
     {
-        if gateway_config(store, key, gateway).is_some() {
+        if store.gateway_config(key.0.as_str(), gateway).is_some() {
             plane = Some(DataPlaneId::Dedicated(key.clone()));
         } else {
             accepted = Verdict::no(
@@ -262,26 +262,6 @@ fn gateway_state(
         backend_client_certificate,
         resolved_refs,
     }
-}
-
-/// The `GatewayConfig` a Gateway's `infrastructure.parametersRef` names, if it exists.
-fn gateway_config<'s>(
-    store: &'s Store,
-    key: &NamespacedName,
-    gateway: &Gateway,
-) -> Option<&'s GatewayConfig> {
-    let reference = gateway
-        .spec
-        .infrastructure
-        .as_ref()?
-        .parameters_ref
-        .as_ref()?;
-    if reference.group != CULVERT_GROUP || reference.kind != "GatewayConfig" {
-        return None;
-    }
-    store
-        .gateway_configs
-        .get(&(key.0.clone(), reference.name.clone()))
 }
 
 /// Gateway `Accepted`: an earlier refusal stands; otherwise valid listeners decide.

@@ -14,6 +14,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use culvert_controller::credentials;
+
 use super::Outcome;
 use anyhow::Context;
 
@@ -106,7 +108,7 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
         fill(RBAC, &common),
     ];
     if !args.no_secrets {
-        let token = random_token()?;
+        let token = credentials::random_token()?;
         let (certificate, key) = control_certificate(namespace)?;
         documents.push(fill(
             SECRETS,
@@ -211,16 +213,6 @@ fn check_image(image: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// 32 random bytes from the aws-lc-rs generator, as 64 hex digits.
-fn random_token() -> anyhow::Result<String> {
-    let mut bytes = [0_u8; 32];
-    culvert_proxy::crypto_provider()
-        .secure_random
-        .fill(&mut bytes)
-        .map_err(|_| anyhow::anyhow!("the system random generator failed"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// The name the control certificate is issued for. Probes connect to the pod IP
 /// and do not verify; `culvert drain` in the preStop hook verifies this name.
 fn control_server_name(namespace: &str) -> String {
@@ -257,28 +249,5 @@ fn today() -> anyhow::Result<(i32, u8, u8)> {
         .duration_since(UNIX_EPOCH)
         .context("the clock is before 1970")?
         .as_secs();
-    let days = i64::try_from(seconds / 86_400).context("the clock is out of range")?;
-    Ok(civil_from_days(days))
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    // Day 1..=31 and month 1..=12 by construction; the year fits for any clock
-    // within ±5 million years.
-    (
-        i32::try_from(year).unwrap_or(i32::MAX),
-        u8::try_from(month).unwrap_or(1),
-        u8::try_from(day).unwrap_or(1),
-    )
+    Ok(credentials::utc_date(seconds))
 }
