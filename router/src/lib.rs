@@ -28,6 +28,7 @@ pub use config::DataPlaneConfig;
 pub use duration::parse_duration;
 pub use error::{Error, Origin};
 pub use regex::RegexLimits;
+pub use timestamp::parse_rfc3339;
 mod table;
 
 pub use table::{

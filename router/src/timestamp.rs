@@ -2,7 +2,8 @@
 //! fraction and offset), reduced to a number that orders routes oldest first.
 
 /// Seconds since the Unix epoch (UTC), or an error saying why the text is not RFC 3339.
-pub(crate) fn parse_rfc3339(text: &str) -> Result<i64, String> {
+/// Fractions of a second are dropped.
+pub fn parse_rfc3339(text: &str) -> Result<i64, String> {
     let bad = || format!("{text:?} is not an RFC 3339 timestamp");
     let b = text.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
