@@ -3,12 +3,12 @@
 //! opinion about what the objects mean.
 
 use crate::load::load_path;
+use crate::model::CULVERT_GROUP;
 use crate::model::{
     BackendTlsPolicy, ConfigMap, EndpointSlice, Gateway, GatewayClass, GatewayClassConfig,
     GatewayConfig, GrpcRoute, HttpRoute, L4Route, ListenerSet, Namespace, ObjectKey,
     ReferenceGrant, Resource, Secret, Service, TlsRoute,
 };
-use crate::model::CULVERT_GROUP;
 use std::collections::BTreeMap;
 use std::path::Path;
 

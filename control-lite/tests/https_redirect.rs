@@ -54,6 +54,7 @@ fn table() -> RouteTable {
         controller_name: "culvert.dev/gateway-controller".to_owned(),
         privileged_namespace_prefixes: Vec::new(),
         addresses: Box::new(FixedAddresses(vec!["0.0.0.0".to_owned()])),
+        claims: Box::new(culvert_control_lite::translate::NoClaimChecks),
     };
     let config = translate(&store, &options).merged_config().unwrap();
     RouteTableBuilder::new().build(&config).unwrap()

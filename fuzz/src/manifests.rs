@@ -50,6 +50,7 @@ pub fn manifests(data: &[u8]) {
         controller_name,
         privileged_namespace_prefixes: vec!["platform-".to_owned()],
         addresses: Box::new(FixedAddresses(vec!["192.0.2.10".to_owned()])),
+        claims: Box::new(culvert_control_lite::translate::NoClaimChecks),
     };
     let translation = translate(&store, &options);
     for (plane, config) in &translation.data_planes {

@@ -356,6 +356,7 @@ impl Sync {
             controller_name: self.config.controller_name.clone(),
             privileged_namespace_prefixes: Vec::new(),
             addresses: assigner,
+            claims: Box::new(culvert_control_lite::translate::NoClaimChecks),
         };
         let translation = translate(self.mirror.store(), &options);
         self.stats.translations.fetch_add(1, Ordering::Relaxed);

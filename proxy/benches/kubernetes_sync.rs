@@ -87,6 +87,7 @@ fn footprint(server: &FakeApiServer) -> (isize, isize) {
         controller_name: CONTROLLER.to_owned(),
         privileged_namespace_prefixes: Vec::new(),
         addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
+        claims: Box::new(culvert_control_lite::translate::NoClaimChecks),
     };
     let translation = translate(mirror.store(), &options);
     // What each holds is what its drop gives back.

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use culvert_control_lite::load::{Document, load_path, load_str};
 use culvert_control_lite::model::{
-    Autoscaling, GatewayClassConfigSpec, GatewayConfigSpec, Resource, SecretObjectReference,
-    TunnelConfig,
+    Autoscaling, ClassTunnel, GatewayClassConfigSpec, GatewayConfigSpec, Resource,
+    SecretKeyReference, SecretObjectReference, TunnelConfig,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -578,8 +578,7 @@ fn full_gateway_config() -> GatewayConfigSpec {
             target_in_flight: Some(10),
         }),
         tunnel: Some(TunnelConfig {
-            tunnel_id: "6ff42ae2-765d-4adf-8112-31c55c1551ef".to_owned(),
-            credentials_ref: secret_ref("tunnel"),
+            token_ref: secret_ref("tunnel"),
         }),
         config_api_token_ref: Some(secret_ref("token")),
     }
@@ -590,6 +589,13 @@ fn full_gateway_class_config() -> GatewayClassConfigSpec {
         allow_shared_tunnels: true,
         max_data_planes_per_namespace: Some(3),
         privileged_namespace_prefixes: vec!["kube-".to_owned()],
+        tunnel: Some(ClassTunnel {
+            token_ref: SecretKeyReference {
+                name: "culvert-tunnel".to_owned(),
+                namespace: "culvert-system".to_owned(),
+                key: Some("token".to_owned()),
+            },
+        }),
     }
 }
 
@@ -756,7 +762,9 @@ fn what_the_model_refuses_the_schema_refuses() {
         json!({"replicas": -1}),
         json!({"replicas": 4_294_967_296_u64}),
         json!({"replicas": "2"}),
-        json!({"tunnel": {"tunnelId": "6ff42ae2-765d-4adf-8112-31c55c1551ef"}}),
+        json!({"tunnel": {}}),
+        json!({"tunnel": {"tunnelId": "6ff42ae2-765d-4adf-8112-31c55c1551ef",
+                          "tokenRef": {"name": "edge-tunnel"}}}),
         json!({"configApiTokenRef": {"namespace": "default"}}),
     ] {
         let object = object(spec);
@@ -778,6 +786,25 @@ fn what_the_model_refuses_the_schema_refuses() {
     });
     assert!(Resource::from_value(object.clone()).is_err());
     assert!(violation(schema(&class), &object, "").is_some());
+    for spec in [
+        json!({"tunnel": {"tokenRef": {"name": "culvert-tunnel"}}}),
+        json!({"tunnel": {"tokenRef": {"namespace": "culvert-system"}}}),
+    ] {
+        let object = json!({
+            "apiVersion": "culvert.dev/v1alpha1",
+            "kind": "GatewayClassConfig",
+            "metadata": {"name": "culvert"},
+            "spec": spec,
+        });
+        assert!(
+            Resource::from_value(object.clone()).is_err(),
+            "the model takes {object}"
+        );
+        assert!(
+            violation(schema(&class), &object, "").is_some(),
+            "the schema takes {object}"
+        );
+    }
 }
 
 // --- culvert drain against a real culvert serve -----------------------------------

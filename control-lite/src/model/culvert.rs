@@ -33,7 +33,35 @@ pub struct GatewayClassConfigSpec {
     /// Namespace prefixes whose routes win hostname conflicts before age does.
     #[serde(default)]
     pub privileged_namespace_prefixes: Vec<String>,
+    /// The tunnel the class's shared data plane serves. It belongs to the operator:
+    /// no dedicated Gateway may claim it.
+    #[serde(default)]
+    pub tunnel: Option<ClassTunnel>,
 }
+
+/// The class's own tunnel, named by its connector token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClassTunnel {
+    /// The Secret holding the connector token.
+    pub token_ref: SecretKeyReference,
+}
+
+/// A key of a Secret in a named namespace (a cluster-scoped object's reference).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretKeyReference {
+    /// Name of the Secret.
+    pub name: String,
+    /// Namespace of the Secret.
+    pub namespace: String,
+    /// Key of the value; [`TOKEN_KEY`] when absent.
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+/// The Secret key a connector token is read from unless a reference names another.
+pub const TOKEN_KEY: &str = "token";
 
 /// A `GatewayConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,12 +102,12 @@ pub struct Autoscaling {
     pub target_in_flight: Option<u32>,
 }
 
-/// A tunnel claim.
+/// A tunnel claim. The tunnel is the one the connector token names (account tag and
+/// tunnel UUID): there is deliberately no separate id that could drift from it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TunnelConfig {
-    /// Tunnel id (UUID).
-    pub tunnel_id: String,
-    /// Secret with the tunnel token or credentials.
-    pub credentials_ref: SecretObjectReference,
+    /// The Secret, in the Gateway's namespace, whose key [`TOKEN_KEY`] holds the
+    /// connector token.
+    pub token_ref: SecretObjectReference,
 }

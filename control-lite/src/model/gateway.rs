@@ -49,6 +49,19 @@ pub struct Gateway {
     pub metadata: ObjectMeta,
     /// Spec.
     pub spec: GatewaySpec,
+    /// What its stored status advertises, as far as translation reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<AdvertisedStatus>,
+}
+
+/// The part of a Gateway's stored status translation reads: the addresses it
+/// advertises, which is how a tunnel Gateway shows that it already holds its
+/// tunnel. Everything else in the stored status is the status writer's business.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdvertisedStatus {
+    /// `status.addresses`.
+    #[serde(default)]
+    pub addresses: Vec<GatewayAddress>,
 }
 
 /// `Gateway.spec`.

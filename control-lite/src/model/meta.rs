@@ -24,6 +24,10 @@ pub struct ObjectMeta {
     /// RFC 3339 creation time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// RFC 3339 time the object's deletion was requested; set while finalizers
+    /// hold it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
     /// Opaque version for optimistic concurrency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_version: Option<String>,

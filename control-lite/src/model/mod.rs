@@ -16,15 +16,15 @@ mod policy;
 mod route;
 
 pub use culvert::{
-    Autoscaling, GROUP as CULVERT_GROUP, GatewayClassConfig, GatewayClassConfigSpec, GatewayConfig,
-    GatewayConfigSpec, TunnelConfig,
+    Autoscaling, ClassTunnel, GROUP as CULVERT_GROUP, GatewayClassConfig, GatewayClassConfigSpec,
+    GatewayConfig, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY, TunnelConfig,
 };
 pub use gateway::{
-    AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig, FrontendValidation, Gateway,
-    GatewayAddress, GatewayBackendTls, GatewayClass, GatewayClassSpec, GatewayClassStatus,
-    GatewaySpec, GatewayStatus, GatewayTls, Infrastructure, Listener, ListenerNamespaces,
-    ListenerStatus, ListenerTls, LocalParametersReference, ParametersReference, PerPortTls,
-    RouteGroupKind, RouteNamespaces, SecretObjectReference,
+    AdvertisedStatus, AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig,
+    FrontendValidation, Gateway, GatewayAddress, GatewayBackendTls, GatewayClass, GatewayClassSpec,
+    GatewayClassStatus, GatewaySpec, GatewayStatus, GatewayTls, Infrastructure, Listener,
+    ListenerNamespaces, ListenerStatus, ListenerTls, LocalParametersReference, ParametersReference,
+    PerPortTls, RouteGroupKind, RouteNamespaces, SecretObjectReference,
 };
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{
@@ -53,6 +53,10 @@ pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
 /// Any object Culvert reads, decoded by its `apiVersion` and `kind`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a Resource only lives between decoding and the Store, one at a time"
+)]
 pub enum Resource {
     /// `GatewayClass`.
     GatewayClass(GatewayClass),

@@ -74,10 +74,10 @@ fn attach_to_gateway(
     gateway: &GatewayState,
 ) -> (Verdict, Vec<usize>) {
     if !gateway.accepted.status {
-        return (
-            Verdict::no(reason::NO_MATCHING_PARENT, "the Gateway is not accepted"),
-            Vec::new(),
-        );
+        let refusal = gateway.parent_refusal.clone().unwrap_or_else(|| {
+            Verdict::no(reason::NO_MATCHING_PARENT, "the Gateway is not accepted")
+        });
+        return (refusal, Vec::new());
     }
     let candidates: Vec<usize> = gateway
         .listeners

@@ -1,7 +1,8 @@
 //! Validity of the Secrets listeners name as certificates: a `kubernetes.io/tls`
 //! Secret whose `tls.crt` holds at least one PEM certificate and whose `tls.key`
 //! holds a PEM private key. Checked pairs are copied inline into the data plane's
-//! config, which is self-contained.
+//! config, which is self-contained. [`secret_value`] is the one reader of a Secret's
+//! values, for tunnel tokens too (`tunnel_claims`).
 
 use crate::model::Secret;
 use base64::Engine as _;
@@ -14,6 +15,28 @@ pub(crate) struct TlsPair {
     pub(crate) chain: String,
     /// PEM private key.
     pub(crate) key: String,
+}
+
+/// Why a value cannot be read from a Secret. Neither variant carries any of the
+/// value, so a message built from one never leaks a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SecretValueError {
+    /// The Secret has no such key.
+    Missing,
+    /// `data` holds the key, but not as standard base64.
+    NotBase64,
+}
+
+/// The bytes of `key` in `secret`: `stringData` as written (manifests), else `data`
+/// base64-decoded (as the API server stores it).
+pub(crate) fn secret_value(secret: &Secret, key: &str) -> Result<Vec<u8>, SecretValueError> {
+    if let Some(text) = secret.string_data.get(key) {
+        return Ok(text.as_bytes().to_vec());
+    }
+    let encoded = secret.data.get(key).ok_or(SecretValueError::Missing)?;
+    base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| SecretValueError::NotBase64)
 }
 
 /// Why a Secret cannot serve as a listener certificate.
@@ -29,16 +52,10 @@ pub(crate) fn tls_pair(secret: &Secret) -> Result<TlsPair, String> {
         }
     }
     let field = |key: &str| -> Result<Vec<u8>, String> {
-        if let Some(text) = secret.string_data.get(key) {
-            return Ok(text.as_bytes().to_vec());
-        }
-        let encoded = secret
-            .data
-            .get(key)
-            .ok_or_else(|| format!("secret has no {key}"))?;
-        base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
-            .map_err(|error| format!("{key} is not base64: {error}"))
+        secret_value(secret, key).map_err(|error| match error {
+            SecretValueError::Missing => format!("secret has no {key}"),
+            SecretValueError::NotBase64 => format!("{key} is not base64"),
+        })
     };
     let chain = field("tls.crt")?;
     let key = field("tls.key")?;

@@ -18,6 +18,9 @@ pub(crate) const SUPPORTED_VERSION: &str = "SupportedVersion";
 pub(crate) const INSECURE_FRONTEND_VALIDATION_MODE: &str = "InsecureFrontendValidationMode";
 /// `AttachedListenerSets` (Gateway).
 pub(crate) const ATTACHED_LISTENER_SETS: &str = "AttachedListenerSets";
+/// `TunnelShared` (route parent, Culvert's): the parent Gateway's tunnel is served
+/// by other dedicated Gateways too, which see the route's configuration.
+pub(crate) const TUNNEL_SHARED: &str = "TunnelShared";
 
 /// Reasons used by translation.
 pub(crate) mod reason {
@@ -51,6 +54,10 @@ pub(crate) mod reason {
     pub(crate) const TOO_MANY_LISTENERS: &str = "TooManyListeners";
     pub(crate) const LISTENER_SETS_NOT_ALLOWED: &str = "ListenerSetsNotAllowed";
     pub(crate) const NO_LISTENER_SETS_ATTACHED: &str = "NoListenerSetsAttached";
+    pub(crate) const TUNNEL_CLAIM_REJECTED: &str = "TunnelClaimRejected";
+    pub(crate) const DATA_PLANE_QUOTA_EXCEEDED: &str = "DataPlaneQuotaExceeded";
+    pub(crate) const TUNNEL_SHARED_WITHIN_NAMESPACE: &str = "TunnelSharedWithinNamespace";
+    pub(crate) const TUNNEL_SHARED_ACROSS_NAMESPACES: &str = "TunnelSharedAcrossNamespaces";
 }
 
 /// A condition still to be written: type, truth, reason, message.

@@ -1,17 +1,21 @@
 //! GatewayClasses and Gateways: which belong to Culvert, their parameters, addresses
 //! and listeners, and which data plane serves each (within the listener budgets of
-//! `budget`).
+//! `budget`, and for dedicated planes the tunnel claims and caps of `admission`).
 
+use super::admission::{self, tunnel_claims};
 use super::backend_tls;
 use super::budget;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::listeners::{self, ListenerState, Transport};
 use super::redirect;
-use super::{AddressError, DataPlaneId, Options};
-use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass};
+use super::{AddressError, DataPlaneId, Options, PlaneRefusal};
+use crate::model::{
+    CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass, GatewayClassConfig, TOKEN_KEY,
+};
 use crate::store::{NamespacedName, Store};
 use culvert_router::config::BackendClientCertificate;
+use culvert_tunnel_proto::Uuid;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -20,6 +24,12 @@ pub(crate) struct ClassState {
     pub(crate) generation: i64,
     pub(crate) accepted: Verdict,
     pub(crate) privileged_prefixes: Vec<String>,
+    /// Gateways of different namespaces may share a tunnel (`allowSharedTunnels`).
+    pub(crate) allow_shared_tunnels: bool,
+    /// Most dedicated planes per namespace (`maxDataPlanesPerNamespace`).
+    pub(crate) max_data_planes: Option<u32>,
+    /// The tunnel the class's shared plane serves, which no Gateway may claim.
+    pub(crate) tunnel: Option<Uuid>,
 }
 
 /// Validates the classes whose controller is ours.
@@ -33,18 +43,21 @@ pub(crate) fn classes(store: &Store, options: &Options) -> BTreeMap<String, Clas
 }
 
 fn class_state(store: &Store, class: &GatewayClass, options: &Options) -> ClassState {
-    let mut privileged_prefixes = options.privileged_namespace_prefixes.clone();
-    let accepted = match &class.spec.parameters_ref {
+    let mut state = ClassState {
+        generation: class.metadata.generation(),
+        accepted: Verdict::yes(reason::ACCEPTED),
+        privileged_prefixes: options.privileged_namespace_prefixes.clone(),
+        allow_shared_tunnels: false,
+        max_data_planes: None,
+        tunnel: None,
+    };
+    state.accepted = match &class.spec.parameters_ref {
         None => Verdict::yes(reason::ACCEPTED),
         Some(reference)
             if reference.group == CULVERT_GROUP && reference.kind == "GatewayClassConfig" =>
         {
             match store.gateway_class_configs.get(&reference.name) {
-                Some(config) => {
-                    privileged_prefixes
-                        .extend(config.spec.privileged_namespace_prefixes.iter().cloned());
-                    Verdict::yes(reason::ACCEPTED)
-                }
+                Some(config) => apply_class_config(store, config, &mut state),
                 None => Verdict::no(
                     reason::INVALID_PARAMETERS,
                     format!("GatewayClassConfig {:?} not found", reference.name),
@@ -59,10 +72,37 @@ fn class_state(store: &Store, class: &GatewayClass, options: &Options) -> ClassS
             ),
         ),
     };
-    ClassState {
-        generation: class.metadata.generation(),
-        accepted,
-        privileged_prefixes,
+    state
+}
+
+/// Takes a GatewayClassConfig's policy into the class. A class tunnel whose token
+/// cannot be read refuses the class: the tunnel could not be defended against
+/// claims, so the class fails closed until the operator fixes it.
+fn apply_class_config(
+    store: &Store,
+    config: &GatewayClassConfig,
+    state: &mut ClassState,
+) -> Verdict {
+    let spec = &config.spec;
+    state
+        .privileged_prefixes
+        .extend(spec.privileged_namespace_prefixes.iter().cloned());
+    state.allow_shared_tunnels = spec.allow_shared_tunnels;
+    state.max_data_planes = spec.max_data_planes_per_namespace;
+    let Some(tunnel) = &spec.tunnel else {
+        return Verdict::yes(reason::ACCEPTED);
+    };
+    let reference = &tunnel.token_ref;
+    let key = reference.key.as_deref().unwrap_or(TOKEN_KEY);
+    match tunnel_claims::read_token(store, &reference.namespace, &reference.name, key) {
+        Ok(token) => {
+            state.tunnel = Some(token.tunnel_id);
+            Verdict::yes(reason::ACCEPTED)
+        }
+        Err(why) => Verdict::no(
+            reason::INVALID_PARAMETERS,
+            format!("the class tunnel cannot be read: {why}"),
+        ),
     }
 }
 
@@ -83,6 +123,14 @@ pub(crate) struct GatewayState {
     pub(crate) insecure_frontend_validation: bool,
     /// `None` when the Gateway is not accepted and so not served.
     pub(crate) plane: Option<DataPlaneId>,
+    /// What its routes' parents say when admission refused it (`admission`).
+    pub(crate) parent_refusal: Option<Verdict>,
+    /// Which admission rule refused its dedicated plane.
+    pub(crate) refused_plane: Option<PlaneRefusal>,
+    /// The tunnel its dedicated plane serves, once admitted.
+    pub(crate) tunnel: Option<Uuid>,
+    /// Set when its tunnel is shared with other dedicated Gateways (`TunnelShared`).
+    pub(crate) tunnel_shared: Option<Verdict>,
     /// The status code of the HTTPS redirect it asks for (`redirect`).
     pub(crate) https_redirect: Option<u16>,
     /// The client certificate it shows backends over TLS (`spec.tls.backend`).
@@ -143,6 +191,7 @@ pub(crate) fn gateways(
     for state in &mut states {
         budget::refuse_oversized(state);
     }
+    admission::admit(store, options, classes, &mut states);
     resolve_shared_plane_conflicts(&mut states);
     for state in &mut states {
         state.accepted = gateway_verdict(state.accepted.clone(), &state.listeners);
@@ -153,6 +202,7 @@ pub(crate) fn gateways(
             state.plane = None;
         }
     }
+    admission::mark_shared(&mut states);
     states
 }
 
@@ -258,6 +308,10 @@ fn gateway_state(
         listeners: listeners::validate(gateway, store),
         insecure_frontend_validation: client_validation::insecure_fallback(gateway),
         plane,
+        parent_refusal: None,
+        refused_plane: None,
+        tunnel: None,
+        tunnel_shared: None,
         https_redirect: None,
         backend_client_certificate,
         resolved_refs,

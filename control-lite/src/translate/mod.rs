@@ -2,7 +2,9 @@
 //! `DataPlaneConfig` per data plane plus every status condition Culvert owns.
 //!
 //! Order of work: classes (`gateways::classes`), Gateways and their listeners
-//! (`gateways::gateways`, `listeners`, within the listener budgets of `budget`),
+//! (`gateways::gateways`, `listeners`, within the listener budgets of `budget`;
+//! dedicated data planes only for Gateways `admission` admits: tunnel claims
+//! arbitrated, per-namespace caps kept),
 //! route attachment per parentRef (`attach`),
 //! rule translation (`routes`, `backends`, with BackendTLSPolicy from
 //! `backend_tls`), cross-namespace hostname conflicts
@@ -12,6 +14,7 @@
 //! ignored: TCPRoutes and UDPRoutes (`l4_routes`), ListenerSets (`listener_sets`).
 //! Start at [`translate`].
 
+mod admission;
 mod attach;
 mod backend_tls;
 mod backends;
@@ -36,6 +39,7 @@ pub use status::Translation;
 
 use crate::model::GatewayAddress;
 use crate::store::{NamespacedName, Store};
+use culvert_tunnel_proto::TunnelToken;
 
 /// Settings of a translation.
 pub struct Options {
@@ -45,6 +49,68 @@ pub struct Options {
     pub privileged_namespace_prefixes: Vec<String>,
     /// Assigns addresses to Gateways.
     pub addresses: Box<dyn AddressAssigner>,
+    /// What is known about each tunnel claim ([`NoClaimChecks`] without Cloudflare
+    /// credentials).
+    pub claims: Box<dyn ClaimChecker>,
+}
+
+/// How far Cloudflare has confirmed that a connector token holds the tunnel it
+/// names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// The tunnel's own token carries the same account, tunnel and secret.
+    Confirmed,
+    /// Cloudflare answered, and the token does not hold that tunnel.
+    Refuted,
+    /// Not known (yet): no answer, an outage, or a credential Cloudflare refused.
+    Unchecked,
+}
+
+/// What is known about tunnel claims. Translation is pure, so a checker answers
+/// from what it already knows (a cache filled elsewhere) and may schedule a check
+/// for later; it never blocks on Cloudflare.
+pub trait ClaimChecker {
+    /// Whether claims can be checked at all (Cloudflare credentials exist). When
+    /// they cannot, every claim is unchecked and unchecked claims compete as
+    /// equals; when they can, a new unchecked claim waits for its check.
+    fn available(&self) -> bool;
+
+    /// What is known about `gateway`'s claim on the tunnel `token` names.
+    fn proof(&self, gateway: &NamespacedName, token: &TunnelToken) -> Proof;
+}
+
+/// No Cloudflare credentials: proof is unavailable and every claim unchecked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoClaimChecks;
+
+impl ClaimChecker for NoClaimChecks {
+    fn available(&self) -> bool {
+        false
+    }
+
+    fn proof(&self, _gateway: &NamespacedName, _token: &TunnelToken) -> Proof {
+        Proof::Unchecked
+    }
+}
+
+/// Why admission refused a Gateway its dedicated data plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaneRefusal {
+    /// Its tunnel claim was refused (contested, unproven, the class's tunnel, or a
+    /// token that cannot be read).
+    TunnelClaimRejected,
+    /// Its namespace is at the class's `maxDataPlanesPerNamespace`.
+    DataPlaneQuotaExceeded,
+}
+
+impl PlaneRefusal {
+    /// The reason events about the refusal carry.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::TunnelClaimRejected => "TunnelClaimRejected",
+            Self::DataPlaneQuotaExceeded => "DataPlaneQuotaExceeded",
+        }
+    }
 }
 
 /// Decides the addresses of a Gateway.

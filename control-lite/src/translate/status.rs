@@ -1,15 +1,14 @@
 //! The output of translation: data-plane configs and the status of every object
 //! Culvert owns, with `observedGeneration` set from each object's generation.
 
-use super::DataPlaneId;
-use super::Options;
 use super::backend_tls;
 use super::conditions::{
     ACCEPTED, CONFLICTED, INSECURE_FRONTEND_VALIDATION_MODE, PROGRAMMED, RESOLVED_REFS,
-    SUPPORTED_VERSION, Verdict, reason,
+    SUPPORTED_VERSION, TUNNEL_SHARED, Verdict, reason,
 };
 use super::gateways::{ClassState, GatewayState};
 use super::planes::RouteState;
+use super::{DataPlaneId, Options, PlaneRefusal};
 use crate::model::{
     GatewayClassStatus, GatewayStatus, ListenerSetStatus, ListenerStatus, ObjectKey, PolicyStatus,
     RouteParentStatus, RouteStatus,
@@ -38,6 +37,8 @@ pub struct Translation {
     pub backend_tls_policies: BTreeMap<NamespacedName, PolicyStatus>,
     /// Which data plane serves each accepted Gateway.
     pub gateway_planes: BTreeMap<NamespacedName, DataPlaneId>,
+    /// Gateways admission refused a dedicated data plane, and why.
+    pub refused_planes: BTreeMap<NamespacedName, PlaneRefusal>,
 }
 
 impl Translation {
@@ -133,15 +134,22 @@ pub(super) fn build(
             let parents = route
                 .parents
                 .iter()
-                .map(|parent| RouteParentStatus {
-                    parent_ref: parent.parent_ref.clone(),
-                    controller_name: options.controller_name.clone(),
-                    conditions: vec![
+                .map(|parent| {
+                    let mut conditions = vec![
                         parent.accepted.condition(ACCEPTED, route.generation),
                         route
                             .resolved_refs
                             .condition(RESOLVED_REFS, route.generation),
-                    ],
+                    ];
+                    let shared = gateways[parent.gateway].tunnel_shared.as_ref();
+                    if let (true, Some(shared)) = (parent.accepted.status, shared) {
+                        conditions.push(shared.condition(TUNNEL_SHARED, route.generation));
+                    }
+                    RouteParentStatus {
+                        parent_ref: parent.parent_ref.clone(),
+                        controller_name: options.controller_name.clone(),
+                        conditions,
+                    }
                 })
                 .collect();
             (
@@ -153,6 +161,10 @@ pub(super) fn build(
     let gateway_planes = gateways
         .iter()
         .filter_map(|g| g.plane.clone().map(|plane| (g.key.clone(), plane)))
+        .collect();
+    let refused_planes = gateways
+        .iter()
+        .filter_map(|g| g.refused_plane.map(|why| (g.key.clone(), why)))
         .collect();
     Translation {
         data_planes,
@@ -167,5 +179,6 @@ pub(super) fn build(
             &options.controller_name,
         ),
         gateway_planes,
+        refused_planes,
     }
 }

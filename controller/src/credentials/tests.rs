@@ -27,8 +27,13 @@ fn tokens_are_64_hex_digits_and_differ() {
 #[test]
 fn an_issued_certificate_chains_to_the_authority_for_its_name_only() {
     let authority = Authority::generate("culvert-controller", NOW).unwrap();
-    let issued = authority.issue("culvert-edge-config.tenant.svc", NOW).unwrap();
-    assert_eq!(issued.renew_after, NOW - DAY + (SERVING_DAYS + 1 - RENEW_DAYS) * DAY);
+    let issued = authority
+        .issue("culvert-edge-config.tenant.svc", NOW)
+        .unwrap();
+    assert_eq!(
+        issued.renew_after,
+        NOW - DAY + (SERVING_DAYS + 1 - RENEW_DAYS) * DAY
+    );
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(authority.certificate_pem.as_bytes()).unwrap())
@@ -46,13 +51,23 @@ fn an_issued_certificate_chains_to_the_authority_for_its_name_only() {
     verify("culvert-edge-config.tenant.svc", NOW).unwrap();
     verify("culvert-edge-config.tenant.svc", issued.renew_after).unwrap();
     assert!(verify("culvert-other-config.tenant.svc", NOW).is_err());
-    assert!(verify("culvert-edge-config.tenant.svc", NOW + (SERVING_DAYS + 1) * DAY).is_err());
+    assert!(
+        verify(
+            "culvert-edge-config.tenant.svc",
+            NOW + (SERVING_DAYS + 1) * DAY
+        )
+        .is_err()
+    );
     // Another authority's certificate does not chain.
     let other = Authority::generate("elsewhere", NOW).unwrap();
     let foreign = other.issue("culvert-edge-config.tenant.svc", NOW).unwrap();
     let foreign = CertificateDer::from_pem_slice(foreign.certificate_pem.as_bytes()).unwrap();
     let name = ServerName::try_from("culvert-edge-config.tenant.svc").unwrap();
-    assert!(verifier.verify_server_cert(&foreign, &[], &name, &[], at(NOW)).is_err());
+    assert!(
+        verifier
+            .verify_server_cert(&foreign, &[], &name, &[], at(NOW))
+            .is_err()
+    );
 }
 
 #[test]

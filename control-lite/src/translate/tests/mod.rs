@@ -1,14 +1,17 @@
 //! Translation rules that the conformance vectors do not pin down: hostname
 //! conflicts, privileged namespaces, refusal of unsupported fields, fail-closed
 //! backends, endpoint resolution and dedicated data planes. The files below hold
-//! one concern each: listener budgets, the HTTPS redirect, and the refusal of kinds
-//! Culvert reads but does not carry.
+//! one concern each: listener budgets, the admission of dedicated data planes
+//! (tunnel claims, per-namespace caps), the HTTPS redirect, and the refusal of
+//! kinds Culvert reads but does not carry.
 
 mod backend_tls;
 mod budget;
+mod caps;
 mod l4_routes;
 mod listener_sets;
 mod redirect;
+mod tunnel_claims;
 
 use super::*;
 use crate::model::{ObjectKey, Resource};
@@ -22,6 +25,7 @@ fn options() -> Options {
         controller_name: CONTROLLER.to_owned(),
         privileged_namespace_prefixes: vec!["platform-".to_owned()],
         addresses: Box::new(FixedAddresses(vec!["192.0.2.10".to_owned()])),
+        claims: Box::new(NoClaimChecks),
     }
 }
 

@@ -208,8 +208,7 @@ fn a_value_culvert_cannot_honour_refuses_the_gateway() {
     objects.push(
         json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
                         "metadata": {"name": "own", "namespace": "infra"},
-                        "spec": {"tunnel": {"tunnelId": "6ff42ae2-765d-4adf-8112-31c55c1551ef",
-                                            "credentialsRef": {"name": "tunnel"}}}}),
+                        "spec": {"tunnel": {"tokenRef": {"name": "tunnel"}}}}),
     );
     let t = run(objects);
     let (status, reason, message) = gateway_accepted(&t);

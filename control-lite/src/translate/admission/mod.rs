@@ -1,0 +1,242 @@
+//! Admission of dedicated data planes: which Gateways that ask for a plane of their
+//! own (`spec.infrastructure.parametersRef`) get one. Two rules, each in its own
+//! module: the tunnel a Gateway's token names must be its to serve
+//! (`tunnel_claims`), and its namespace must have a free slot under the class's
+//! cap (`caps`).
+//!
+//! The two verdicts are computed independently, from the same inputs: a Gateway
+//! refused its tunnel still holds its cap slot, and a Gateway over the cap still
+//! holds or contests its tunnel. Neither verdict moves when the other changes, so
+//! fixing one problem never evicts a neighbour through the other rule. When both
+//! refuse, the claim is reported (`Accepted=False`, `InvalidParameters`) rather than
+//! the cap: it is a fault of the Gateway's own parameters that no free slot would
+//! cure, while a cap refusal can end on its own when an older sibling goes.
+//!
+//! An admitted tunnel Gateway advertises `<tunnel-id>.cfargotunnel.com` as its one
+//! address. A refused one keeps the tunnel hostname its status already advertises,
+//! since that address is how it holds the tunnel. Start at [`admit`].
+
+pub(crate) mod caps;
+pub(crate) mod tunnel_claims;
+
+use super::conditions::{Verdict, reason};
+use super::gateways::{ClassState, GatewayState};
+use super::{DataPlaneId, Options, PlaneRefusal, Proof};
+use crate::model::{Gateway, ObjectMeta, SecretObjectReference, TOKEN_KEY};
+use crate::store::{NamespacedName, Store};
+use culvert_router::parse_rfc3339;
+use culvert_tunnel_proto::Uuid;
+use std::collections::{BTreeMap, BTreeSet};
+use tunnel_claims::{Claim, Outcome};
+
+/// The order in which Gateways hold tunnels and slots: oldest first by creation
+/// time (as RFC 3339, an unreadable one counting as newest), then UID, then name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Seniority {
+    pub(crate) created: i64,
+    pub(crate) uid: String,
+    pub(crate) key: NamespacedName,
+}
+
+impl Seniority {
+    pub(crate) fn of(key: &NamespacedName, metadata: &ObjectMeta) -> Self {
+        Self {
+            created: metadata
+                .creation_timestamp
+                .as_deref()
+                .and_then(|t| parse_rfc3339(t).ok())
+                .unwrap_or(i64::MAX),
+            uid: metadata.uid.clone().unwrap_or_default(),
+            key: key.clone(),
+        }
+    }
+}
+
+/// Applies both admission rules to the Gateways asking for a dedicated plane:
+/// refuses those that may not have one and gives tunnel Gateways their address.
+pub(crate) fn admit(
+    store: &Store,
+    options: &Options,
+    classes: &BTreeMap<String, ClassState>,
+    states: &mut [GatewayState],
+) {
+    let asking: Vec<(usize, &Gateway, &ClassState)> = states
+        .iter()
+        .enumerate()
+        .filter_map(|(index, state)| {
+            let gateway = store.gateways.get(&state.key)?;
+            gateway
+                .spec
+                .infrastructure
+                .as_ref()?
+                .parameters_ref
+                .as_ref()?;
+            let class = classes.get(&gateway.spec.gateway_class_name)?;
+            Some((index, gateway, class))
+        })
+        .collect();
+    let requests: Vec<caps::Request> = asking
+        .iter()
+        .map(|(index, gateway, class)| caps::Request {
+            namespace: states[*index].key.0.clone(),
+            class: gateway.spec.gateway_class_name.clone(),
+            seniority: Seniority::of(&states[*index].key, &gateway.metadata),
+            cap: class.max_data_planes,
+        })
+        .collect();
+    let over_cap = caps::over_cap(&requests);
+    let mut claims: Vec<Claim> = Vec::new();
+    let mut claim_of: BTreeMap<usize, usize> = BTreeMap::new();
+    for (index, gateway, class) in &asking {
+        if let Some(claim) = claim(store, options, &states[*index].key, gateway, class) {
+            claim_of.insert(*index, claims.len());
+            claims.push(claim);
+        }
+    }
+    let class_tunnels: BTreeSet<Uuid> = classes.values().filter_map(|c| c.tunnel).collect();
+    let outcomes = tunnel_claims::arbitrate(&claims, &class_tunnels, options.claims.available());
+    for ((index, _, _), over_cap) in asking.iter().zip(over_cap) {
+        let state = &mut states[*index];
+        let claim = claim_of.get(index).map(|&c| (&claims[c], &outcomes[c]));
+        let refusal = match (claim, over_cap) {
+            (Some((_, Outcome::Refuse(message))), _) => Some((
+                PlaneRefusal::TunnelClaimRejected,
+                Verdict::no(reason::INVALID_PARAMETERS, message.clone()),
+                reason::TUNNEL_CLAIM_REJECTED,
+            )),
+            (_, Some(message)) => Some((
+                PlaneRefusal::DataPlaneQuotaExceeded,
+                Verdict::no(reason::DATA_PLANE_QUOTA_EXCEEDED, message),
+                reason::DATA_PLANE_QUOTA_EXCEEDED,
+            )),
+            _ => None,
+        };
+        if let Some((kind, verdict, route_reason)) = refusal {
+            if state.accepted.status {
+                state.parent_refusal = Some(Verdict::no(
+                    route_reason,
+                    format!("the Gateway is not accepted: {}", verdict.message),
+                ));
+                state.accepted = verdict;
+                state.refused_plane = Some(kind);
+            }
+        }
+        match claim {
+            Some((_, Outcome::Admit(tunnel))) if state.accepted.status => {
+                state.tunnel = Some(*tunnel);
+                state.addresses = vec![tunnel_claims::tunnel_address(*tunnel)];
+                // Its traffic arrives through the tunnel: no address to bind.
+                state.local_ip = None;
+            }
+            Some((claim, _)) if !state.accepted.status => {
+                if let Some(held) = claim.advertised {
+                    state.addresses = vec![tunnel_claims::tunnel_address(held)];
+                }
+            }
+            _ => {}
+        }
+        if !state.accepted.status {
+            state.plane = None;
+        }
+    }
+}
+
+/// The claim a Gateway asking for a plane makes: the tunnel its GatewayConfig's
+/// token names, or, when its configuration does not resolve, the tunnel its status
+/// already advertises. `None` when it claims no tunnel.
+fn claim(
+    store: &Store,
+    options: &Options,
+    key: &NamespacedName,
+    gateway: &Gateway,
+    class: &ClassState,
+) -> Option<Claim> {
+    let advertised = gateway
+        .status
+        .as_ref()
+        .and_then(|s| tunnel_claims::advertised_tunnel(&s.addresses));
+    let token = match store.gateway_config(key.0.as_str(), gateway) {
+        Some(config) => {
+            let tunnel = config.spec.tunnel.as_ref()?;
+            local_secret(key, &tunnel.token_ref)
+                .and_then(|name| tunnel_claims::read_token(store, &key.0, name, TOKEN_KEY))
+        }
+        None => {
+            advertised?;
+            Err("the GatewayConfig does not resolve".to_owned())
+        }
+    };
+    let proof = match &token {
+        Ok(token) => options.claims.proof(key, token),
+        Err(_) => Proof::Unchecked,
+    };
+    Some(Claim {
+        gateway: key.clone(),
+        seniority: Seniority::of(key, &gateway.metadata),
+        deleting: gateway.metadata.deletion_timestamp.is_some(),
+        share_across: class.allow_shared_tunnels,
+        tunnel: token.map(|t| t.tunnel_id),
+        advertised,
+        proof,
+    })
+}
+
+/// The name of the Secret a GatewayConfig's `tokenRef` names, which must be a
+/// Secret in the Gateway's own namespace: a tenant can only ever point at its own
+/// credentials.
+fn local_secret<'r>(
+    key: &NamespacedName,
+    reference: &'r SecretObjectReference,
+) -> Result<&'r str, String> {
+    let group = reference.group.as_deref().unwrap_or("");
+    let kind = reference.kind.as_deref().unwrap_or("Secret");
+    if !group.is_empty() || kind != "Secret" {
+        return Err(format!(
+            "tunnel.tokenRef must name a core Secret, not {group}/{kind}"
+        ));
+    }
+    match reference.namespace.as_deref() {
+        Some(namespace) if namespace != key.0 => Err(format!(
+            "tunnel.tokenRef must name a Secret in the Gateway's namespace {}, not in {namespace}",
+            key.0
+        )),
+        _ => Ok(&reference.name),
+    }
+}
+
+/// Marks the dedicated Gateways still served that share a tunnel with another
+/// dedicated Gateway (the class's shared plane does not count), so their routes say
+/// so.
+pub(crate) fn mark_shared(states: &mut [GatewayState]) {
+    let mut by_tunnel: BTreeMap<Uuid, Vec<usize>> = BTreeMap::new();
+    for (index, state) in states.iter().enumerate() {
+        if let (Some(tunnel), Some(DataPlaneId::Dedicated(_))) = (state.tunnel, &state.plane) {
+            by_tunnel.entry(tunnel).or_default().push(index);
+        }
+    }
+    for (tunnel, members) in by_tunnel.into_iter().filter(|(_, m)| m.len() > 1) {
+        for &index in &members {
+            let namespace = &states[index].key.0;
+            let others: Vec<String> = members
+                .iter()
+                .filter(|&&other| other != index)
+                .map(|&other| format!("{}/{}", states[other].key.0, states[other].key.1))
+                .collect();
+            let across = members.iter().any(|&m| states[m].key.0 != *namespace);
+            let shared = Verdict {
+                status: true,
+                reason: if across {
+                    reason::TUNNEL_SHARED_ACROSS_NAMESPACES
+                } else {
+                    reason::TUNNEL_SHARED_WITHIN_NAMESPACE
+                },
+                message: format!(
+                    "tunnel {tunnel} is also served by dedicated Gateway(s) {}, which see \
+                     this route's configuration",
+                    others.join(", ")
+                ),
+            };
+            states[index].tunnel_shared = Some(shared);
+        }
+    }
+}
