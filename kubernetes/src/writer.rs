@@ -64,7 +64,9 @@ pub async fn write_all(
         {
             Ok(Some(written)) => {
                 outcome.written += 1;
-                for (reason, message) in status::refusals(&key.kind, &written, controller_name) {
+                for (reason, message) in
+                    status::refusals(translation, &key, &written, controller_name)
+                {
                     events
                         .warn(&key, observed.uid.as_deref(), &reason, &message)
                         .await;

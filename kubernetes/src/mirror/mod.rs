@@ -15,7 +15,7 @@ use culvert_control_lite::model::{ObjectKey, Resource};
 use culvert_control_lite::store::Store;
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::kinds::{WATCHED, WatchedKind};
 
@@ -43,9 +43,10 @@ pub struct Mirror {
     listed: BTreeSet<&'static str>,
     /// Objects that do not fit their kind's schema, and why; left out of the store.
     malformed: BTreeMap<ObjectKey, String>,
-    /// A digest of each object without its `status` and `resourceVersion`: an
-    /// update that changes neither anything else (a status write, Culvert's own
-    /// included) leaves the store as it is and costs no translation.
+    /// A digest of each object without its `status` (but a Gateway's advertised
+    /// addresses) and `resourceVersion`: an update that changes neither anything
+    /// else (a status write, Culvert's own included) leaves the store as it is and
+    /// costs no translation.
     contents: HashMap<ObjectKey, u64>,
 }
 
@@ -145,6 +146,15 @@ impl Mirror {
         let resource_version = value["metadata"]
             .as_object_mut()
             .and_then(|meta| meta.remove("resourceVersion"));
+        // A tunnel Gateway's advertised address is how it holds its tunnel, so
+        // translation reads it; the rest of the status is only the writer's.
+        if let (true, Some(addresses), Some(map)) = (
+            kind.kind == "Gateway",
+            status.get("addresses"),
+            value.as_object_mut(),
+        ) {
+            map.insert("status".to_owned(), json!({"addresses": addresses}));
+        }
         let digest = digest(&value);
         let unchanged = self.contents.insert(key.clone(), digest) == Some(digest);
         if kind.has_status {

@@ -132,3 +132,51 @@ fn a_status_write_keeps_the_store_and_refreshes_what_was_observed() {
     edited["metadata"]["labels"] = json!({"team": "a"});
     assert!(mirror.handle(kind, Event::Apply(serde_json::from_value(edited).unwrap())));
 }
+
+#[test]
+fn a_gateway_keeps_its_advertised_addresses_and_nothing_else_of_its_status() {
+    let kind = by_kind("Gateway").unwrap();
+    let gateway = |rv: &str, address: &str, reason: &str| {
+        object(json!({
+            "metadata": {"name": "edge", "namespace": "default", "resourceVersion": rv},
+            "spec": {"gatewayClassName": "culvert", "listeners": []},
+            "status": {"addresses": [{"type": "Hostname", "value": address}],
+                       "conditions": [{"type": "Accepted", "status": "True", "reason": reason}]}
+        }))
+    };
+    let mut mirror = Mirror::new();
+    list(
+        &mut mirror,
+        kind,
+        vec![gateway("1", "a.cfargotunnel.com", "Accepted")],
+    );
+    let key = ("default".to_owned(), "edge".to_owned());
+    let advertised = |mirror: &Mirror| {
+        mirror.store().gateways[&key]
+            .status
+            .as_ref()
+            .map(|s| s.addresses[0].value.clone())
+    };
+    assert_eq!(
+        advertised(&mirror),
+        Some(Some("a.cfargotunnel.com".to_owned()))
+    );
+    // A status write that changes only conditions costs no translation.
+    assert!(!mirror.handle(
+        kind,
+        Event::Apply(gateway("2", "a.cfargotunnel.com", "Other"))
+    ));
+    // One that changes the advertised address does.
+    assert!(mirror.handle(
+        kind,
+        Event::Apply(gateway("3", "b.cfargotunnel.com", "Other"))
+    ));
+    assert_eq!(
+        advertised(&mirror),
+        Some(Some("b.cfargotunnel.com".to_owned()))
+    );
+    assert_eq!(
+        mirror.observed()[&ObjectKey::new("Gateway", "default", "edge")].status["conditions"][0]["reason"],
+        "Other"
+    );
+}

@@ -236,37 +236,65 @@ fn stamp(conditions: Option<&mut Value>, stored: Option<&Value>, now: &str) {
     }
 }
 
-/// Refusals in a status Culvert wrote, as `(reason, message)`: conditions that
-/// say an object or one of its parts is not accepted, not resolved, not
-/// programmed or in conflict. They become Warning events.
-pub fn refusals(kind: &str, status: &Value, controller_name: &str) -> Vec<(String, String)> {
-    let mut lists: Vec<&Value> = Vec::new();
+/// Warnings about a status Culvert wrote for `key`, as `(reason, message)`: the
+/// conditions that say the object or one of its parts is not accepted, not
+/// resolved, not programmed or in conflict, and a route's `TunnelShared` (its
+/// Gateway's tunnel serves other dedicated Gateways too, reason `TunnelShared`).
+/// A Gateway that admission refused a dedicated plane is reported with the reason
+/// of that refusal (`TunnelClaimRejected`, `DataPlaneQuotaExceeded`) rather than
+/// its condition's. They become Warning events.
+pub fn refusals(
+    translation: &Translation,
+    key: &ObjectKey,
+    status: &Value,
+    controller_name: &str,
+) -> Vec<(String, String)> {
+    let kind = key.kind.as_str();
+    // The object's own conditions, then its listeners'.
+    let mut lists: Vec<(&Value, bool)> = Vec::new();
     if let Some(list) = entry_list(kind) {
         if let Some(entries) = status.get(list.field).and_then(Value::as_array) {
             lists.extend(
                 entries
                     .iter()
                     .filter(|e| is_ours(e, controller_name))
-                    .filter_map(|e| e.get("conditions")),
+                    .filter_map(|e| e.get("conditions"))
+                    .map(|c| (c, true)),
             );
         }
     } else {
-        lists.extend(status.get("conditions"));
+        lists.extend(status.get("conditions").map(|c| (c, true)));
         if let Some(listeners) = status.get("listeners").and_then(Value::as_array) {
-            lists.extend(listeners.iter().filter_map(|l| l.get("conditions")));
+            lists.extend(
+                listeners
+                    .iter()
+                    .filter_map(|l| l.get("conditions"))
+                    .map(|c| (c, false)),
+            );
         }
     }
-    let mut out = Vec::new();
-    for list in lists {
+    let refused_plane = (kind == "Gateway")
+        .then(|| {
+            translation
+                .refused_planes
+                .get(&(key.namespace.clone(), key.name.clone()))
+        })
+        .flatten();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (list, own) in lists {
         let conditions: Vec<Condition> = serde_json::from_value(list.clone()).unwrap_or_default();
         for c in conditions {
-            let bad = match c.kind.as_str() {
-                "Conflicted" => c.status == "True",
-                "Accepted" | "ResolvedRefs" | "Programmed" => c.status == "False",
-                _ => false,
+            let reason = match (c.kind.as_str(), c.status.as_str()) {
+                ("Conflicted", "True") => c.reason,
+                ("TunnelShared", "True") => "TunnelShared".to_owned(),
+                ("Accepted", "False") if own && refused_plane.is_some() => refused_plane
+                    .map(|why| why.reason().to_owned())
+                    .unwrap_or(c.reason),
+                ("Accepted" | "ResolvedRefs" | "Programmed", "False") => c.reason,
+                _ => continue,
             };
-            if bad && !out.iter().any(|(r, m)| *r == c.reason && *m == c.message) {
-                out.push((c.reason, c.message));
+            if !out.iter().any(|(r, m)| *r == reason && *m == c.message) {
+                out.push((reason, c.message));
             }
         }
     }

@@ -166,13 +166,23 @@ fn refusals_name_what_is_wrong() {
             {"type": "Accepted", "status": "False", "reason": "Theirs", "message": ""}]}
     ]});
     assert_eq!(
-        refusals("HTTPRoute", &status, OURS),
+        refusals(
+            &Translation::default(),
+            &ObjectKey::new("HTTPRoute", "default", "web"),
+            &status,
+            OURS
+        ),
         vec![("NotAllowedByListeners".to_owned(), "m".to_owned())]
     );
     let gateway = json!({"conditions": [], "listeners": [{"name": "a", "conditions": [
         {"type": "Conflicted", "status": "True", "reason": "HostnameConflict", "message": "h"}]}]});
     assert_eq!(
-        refusals("Gateway", &gateway, OURS),
+        refusals(
+            &Translation::default(),
+            &ObjectKey::new("Gateway", "default", "edge"),
+            &gateway,
+            OURS
+        ),
         vec![("HostnameConflict".to_owned(), "h".to_owned())]
     );
 }
@@ -199,7 +209,7 @@ fn refused_tcp_routes_and_listener_sets_are_written_like_their_kinds() {
     assert_eq!(wanted["parents"][0], theirs);
     assert_eq!(wanted["parents"][1]["conditions"][0]["status"], "False");
     assert_eq!(
-        refusals("TCPRoute", &wanted, OURS),
+        refusals(&translation, &tcp, &wanted, OURS),
         vec![("NotAllowedByListeners".to_owned(), String::new())]
     );
     // A ListenerSet's status is Culvert's whole when its Gateway is Culvert's.
@@ -219,7 +229,7 @@ fn refused_tcp_routes_and_listener_sets_are_written_like_their_kinds() {
     assert_eq!(wanted["conditions"][0]["reason"], "NotAllowed");
     assert_eq!(wanted["conditions"][0]["lastTransitionTime"], NOW);
     assert_eq!(
-        refusals("ListenerSet", &wanted, OURS),
+        refusals(&translation, &set, &wanted, OURS),
         vec![("NotAllowed".to_owned(), String::new())]
     );
 }
@@ -262,7 +272,7 @@ fn policy_ancestors_are_merged_beside_other_controllers_and_dropped_when_unused(
         "NoValidCACertificate"
     );
     assert_eq!(
-        refusals("BackendTLSPolicy", &wanted, OURS),
+        refusals(&translation, &key, &wanted, OURS),
         vec![("NoValidCACertificate".to_owned(), String::new())]
     );
     // Once no route of ours uses it, only our entries go.
@@ -274,4 +284,75 @@ fn policy_ancestors_are_merged_beside_other_controllers_and_dropped_when_unused(
     );
     let wanted = desired(&empty, &key, &observed, OURS, NOW).unwrap();
     assert_eq!(wanted, json!({"ancestors": [theirs]}));
+}
+
+#[test]
+fn admission_refusals_and_shared_tunnels_are_warned_about() {
+    use culvert_control_lite::translate::PlaneRefusal;
+    let mut translation = Translation::default();
+    let claimant = ObjectKey::new("Gateway", "team-b", "claimant");
+    let capped = ObjectKey::new("Gateway", "team-a", "newer");
+    let plain = ObjectKey::new("Gateway", "team-a", "plain");
+    translation.refused_planes.insert(
+        ("team-b".to_owned(), "claimant".to_owned()),
+        PlaneRefusal::TunnelClaimRejected,
+    );
+    translation.refused_planes.insert(
+        ("team-a".to_owned(), "newer".to_owned()),
+        PlaneRefusal::DataPlaneQuotaExceeded,
+    );
+    let refused = |reason: &str, message: &str| {
+        json!({"conditions": [
+            {"type": "Accepted", "status": "False", "reason": reason, "message": message},
+            {"type": "Programmed", "status": "False", "reason": "Invalid", "message": "gateway is not accepted"}],
+               "listeners": [{"name": "http", "conditions": [
+            {"type": "Accepted", "status": "False", "reason": "InvalidParameters", "message": "l"}]}]})
+    };
+    let served =
+        "tunnel 01010101-0101-0101-0101-010101010101 is already served by Gateway team-a/owner";
+    assert_eq!(
+        refusals(
+            &translation,
+            &claimant,
+            &refused("InvalidParameters", served),
+            OURS
+        ),
+        vec![
+            ("TunnelClaimRejected".to_owned(), served.to_owned()),
+            ("Invalid".to_owned(), "gateway is not accepted".to_owned()),
+            // A listener's own condition keeps its reason.
+            ("InvalidParameters".to_owned(), "l".to_owned()),
+        ]
+    );
+    let over = "namespace team-a already holds the 1 dedicated data plane(s)";
+    assert_eq!(
+        refusals(
+            &translation,
+            &capped,
+            &refused("DataPlaneQuotaExceeded", over),
+            OURS
+        )[0],
+        ("DataPlaneQuotaExceeded".to_owned(), over.to_owned())
+    );
+    // A Gateway refused for its spec keeps its condition's reason.
+    assert_eq!(
+        refusals(
+            &translation,
+            &plain,
+            &refused("InvalidParameters", "m"),
+            OURS
+        )[0],
+        ("InvalidParameters".to_owned(), "m".to_owned())
+    );
+    // A route on a shared tunnel, though accepted, is warned about.
+    let route = ObjectKey::new("HTTPRoute", "team-a", "web");
+    let shared = "tunnel 01010101-0101-0101-0101-010101010101 is also served by dedicated Gateway(s) team-a/two";
+    let status = json!({"parents": [{"parentRef": {"name": "one"}, "controllerName": OURS, "conditions": [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": ""},
+        {"type": "ResolvedRefs", "status": "True", "reason": "ResolvedRefs", "message": ""},
+        {"type": "TunnelShared", "status": "True", "reason": "TunnelSharedWithinNamespace", "message": shared}]}]});
+    assert_eq!(
+        refusals(&translation, &route, &status, OURS),
+        vec![("TunnelShared".to_owned(), shared.to_owned())]
+    );
 }
