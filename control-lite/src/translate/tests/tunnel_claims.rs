@@ -480,11 +480,96 @@ fn the_class_tunnel_is_not_claimable() {
     objects.push(token_secret("team-a", "tunnel", &token(7)));
     let t = run(objects);
     assert_eq!(t.gateway_classes["culvert"].conditions[0].status, "True");
-    let (status, _, message) = accepted(&t, "team-a", "claimant");
-    assert_eq!(status, "False");
+    let (status, reason, message) = accepted(&t, "team-a", "claimant");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidParameters")
+    );
     assert!(message.contains("GatewayClass"), "{message}");
+    assert!(!served(&t, "team-a", "claimant"));
+    let route = route_conditions(&t, "team-a", "claimant");
+    assert_eq!(
+        (route[0].status.as_str(), route[0].reason.as_str()),
+        ("False", "TunnelClaimRejected")
+    );
     // The shared plane serves on: infra/edge is not a dedicated Gateway.
     assert_eq!(accepted(&t, "infra", "edge").0, "True");
+}
+
+/// A checker with Cloudflare credentials that knows these verdicts.
+struct Known(Vec<(&'static str, Proof)>);
+
+impl ClaimChecker for Known {
+    fn available(&self) -> bool {
+        true
+    }
+
+    fn proof(&self, gateway: &NamespacedName, token: &TunnelToken) -> Proof {
+        assert_eq!(
+            token.tunnel_secret, SECRET_BYTES,
+            "the checker sees the whole token"
+        );
+        self.0
+            .iter()
+            .find(|(name, _)| *name == gateway.1)
+            .map_or(Proof::Unchecked, |(_, proof)| *proof)
+    }
+}
+
+#[test]
+fn unproven_claims_are_refused_and_contest_nothing() {
+    let mut objects = base();
+    for (namespace, name, created) in [
+        ("team-a", "squatter", "2026-01-01T00:00:00Z"),
+        ("team-b", "owner", "2026-01-03T00:00:00Z"),
+        ("team-c", "early", "2026-01-02T00:00:00Z"),
+    ] {
+        let mut gateway = dedicated(namespace, name, created, "tunnel");
+        if name == "squatter" {
+            gateway[0]["status"] =
+                json!({"addresses": [{"type": "Hostname", "value": tunnel_hostname(1)}]});
+        }
+        objects.extend(gateway);
+        objects.push(token_secret(namespace, "tunnel", &token(1)));
+    }
+    let mut options = options();
+    options.claims = Box::new(Known(vec![
+        ("squatter", Proof::Refuted),
+        ("owner", Proof::Confirmed),
+    ]));
+    let store = Store::from_resources(
+        objects
+            .into_iter()
+            .map(|v| Resource::from_value(v).unwrap()),
+    );
+    let t = translate(&store, &options);
+
+    assert!(served(&t, "team-b", "owner"));
+    assert_eq!(
+        t.gateways[&key("team-b", "owner")].addresses[0]
+            .value
+            .as_deref(),
+        Some(tunnel_hostname(1).as_str())
+    );
+    let (status, reason, message) = accepted(&t, "team-a", "squatter");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidParameters")
+    );
+    assert!(message.contains("did not confirm"), "{message}");
+    assert!(!message.contains(&tunnel(1).to_string()), "{message}");
+    assert!(!message.contains("team-b"), "{message}");
+    let route = route_conditions(&t, "team-a", "squatter");
+    assert_eq!(route[0].reason, "TunnelClaimRejected");
+    assert!(
+        !route[0].message.contains(&tunnel(1).to_string()),
+        "{}",
+        route[0].message
+    );
+    let (status, _, message) = accepted(&t, "team-c", "early");
+    assert_eq!(status, "False");
+    assert!(message.contains("will be retried"), "{message}");
+    assert!(!served(&t, "team-c", "early"));
 }
 
 #[test]
