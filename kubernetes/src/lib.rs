@@ -27,4 +27,4 @@ pub mod writer;
 
 pub use error::Error;
 pub use leader::LeaseConfig;
-pub use source::{KubernetesSource, SourceConfig, SyncStats, TranslationHook};
+pub use source::{KubernetesSource, OnTranslation, SourceConfig, SyncStats, TranslationHook};

@@ -62,7 +62,10 @@ pub struct SourceConfig {
 /// A callback for each translation, with the objects it was made from. It runs on
 /// the source's thread between translations, so it should hand work off quickly.
 #[derive(Clone)]
-pub struct TranslationHook(pub Arc<dyn Fn(&Store, &Translation) + Send + std::marker::Sync>);
+pub struct TranslationHook(pub Arc<OnTranslation>);
+
+/// What a [`TranslationHook`] calls.
+pub type OnTranslation = dyn Fn(&Store, &Translation) + Send + std::marker::Sync;
 
 impl std::fmt::Debug for TranslationHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

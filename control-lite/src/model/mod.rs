@@ -53,10 +53,6 @@ pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
 /// Any object Culvert reads, decoded by its `apiVersion` and `kind`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a Resource only lives between decoding and the Store, one at a time"
-)]
 pub enum Resource {
     /// `GatewayClass`.
     GatewayClass(GatewayClass),

@@ -54,8 +54,7 @@ fn spec() -> PlaneSpec {
 fn tunnel_spec() -> PlaneSpec {
     let mut spec = spec();
     spec.config.tunnel = Some(TunnelConfig {
-        tunnel_id: "c1744f8b-faa1-48a4-9e5c-02ac921467fa".to_owned(),
-        credentials_ref: SecretObjectReference {
+        token_ref: SecretObjectReference {
             group: None,
             kind: None,
             name: "edge-tunnel".to_owned(),
