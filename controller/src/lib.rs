@@ -1,18 +1,23 @@
 //! The logic of `culvert controller`: which Gateways get a dedicated data plane,
 //! what is rendered for each, and the config pushes that feed them.
 //!
-//! This first module, [`render`], is the pure part: from a Gateway, its
-//! `GatewayConfig` and what the controller knows about itself, the typed
-//! Kubernetes objects of one dedicated plane (Deployment, headless config Service,
-//! NetworkPolicy, PodDisruptionBudget, HorizontalPodAutoscaler), built from
-//! `k8s-openapi` types so they match the API schema by construction and serialise
-//! for server-side apply. It never does IO, reads a clock or talks to the API
-//! server; applying, watching and pushing belong to the controller around it.
-//! Start at [`render::render`].
+//! - [`planes`]: the dedicated planes one translation wants (pure);
+//! - [`render`]: the typed Kubernetes objects of one plane (pure, `k8s-openapi`
+//!   types, so they match the API schema by construction);
+//! - [`credentials`]: tokens, the controller's CA and the planes' serving
+//!   certificates;
+//! - [`cluster`]: the writes to the API server (server-side apply, Secrets,
+//!   removal of what no plane wants);
+//! - [`run`]: the reconcile loop that ties them together while this process leads.
+//!
+//! Start at [`run::run`].
 #![forbid(unsafe_code)]
 
+pub mod cluster;
 pub mod credentials;
 mod error;
+pub mod planes;
 pub mod render;
+pub mod run;
 
 pub use error::Error;

@@ -1,0 +1,68 @@
+use super::*;
+use culvert_control_lite::model::Resource;
+use culvert_control_lite::translate::{FixedAddresses, NoClaimChecks, Options, translate};
+use serde_json::json;
+
+fn store() -> Store {
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+               "metadata": {"name": "culvert"}, "spec": {"controllerName": "culvert.dev/gateway-controller"}}),
+        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+               "metadata": {"name": "own", "namespace": "team"}, "spec": {"replicas": 2}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "edge", "namespace": "team", "uid": "u-1"},
+               "spec": {"gatewayClassName": "culvert",
+                        "infrastructure": {"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}},
+                        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "shared", "namespace": "team"},
+               "spec": {"gatewayClassName": "culvert",
+                        "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+               "metadata": {"name": "culvert-edge-config-1", "namespace": "team",
+                            "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
+               "addressType": "IPv4",
+               "endpoints": [{"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
+                             {"addresses": ["10.0.0.1"], "conditions": {"ready": true}},
+                             {"addresses": ["10.0.0.9"], "conditions": {"terminating": true}}],
+               "ports": [{"name": "control", "port": 8081}]}),
+    ];
+    Store::from_resources(
+        objects
+            .into_iter()
+            .map(|o| Resource::from_value(o).unwrap()),
+    )
+}
+
+#[test]
+fn dedicated_gateways_are_planes_with_their_config_and_pods() {
+    let store = store();
+    let options = Options {
+        controller_name: "culvert.dev/gateway-controller".to_owned(),
+        privileged_namespace_prefixes: Vec::new(),
+        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
+        claims: Box::new(NoClaimChecks),
+    };
+    let translation = translate(&store, &options);
+    let planes = desired(&store, &translation);
+    let keys: Vec<_> = planes.keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [("team".to_owned(), "edge".to_owned())],
+        "the shared Gateway is no plane"
+    );
+    let plane = &planes[&keys[0]];
+    assert_eq!(plane.gateway.uid, "u-1");
+    assert_eq!(plane.config.replicas, Some(2));
+    assert_eq!(
+        plane.pods,
+        [
+            "10.0.0.1:8081".parse().unwrap(),
+            "10.0.0.2:8081".parse::<SocketAddr>().unwrap()
+        ],
+        "ready or not, sorted, without the terminating one"
+    );
+    assert_eq!(plane.data_plane.listeners.len(), 1);
+    assert_eq!(plane.data_plane.listeners[0].port, 80);
+}

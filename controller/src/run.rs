@@ -1,0 +1,181 @@
+//! The reconcile loop of `culvert controller`: whenever the translation's
+//! dedicated planes change, and at least every [`Settings::resync`] (so a hand
+//! edit or deletion of a rendered object is healed, and certificates are renewed
+//! in time), it makes each plane's credentials, renders its objects, applies them
+//! and removes the objects of planes no longer wanted. Only while this process
+//! leads: a follower watches and waits.
+//!
+//! One plane that fails (a Secret missing, a render refusal, an API error) is
+//! logged and retried on the next pass; it never stops the others. Start at
+//! [`run`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use culvert_control_lite::store::NamespacedName;
+use tokio::sync::watch;
+
+use crate::cluster::{Cluster, ClusterError, PlaneCredentials};
+use crate::planes::DesiredPlane;
+use crate::render::{self, Image, PlaneNames, PlaneSecrets, PlaneSpec, PodPeer};
+
+/// The dedicated planes of the latest translation (`None` before the first).
+pub type Desired = Option<Arc<BTreeMap<NamespacedName, DesiredPlane>>>;
+
+/// What the controller knows about itself.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The controller's namespace (where its CA Secret lives).
+    pub namespace: String,
+    /// The image planes run.
+    pub image: Image,
+    /// The controller's own pods, the only ones a plane's config API admits.
+    pub controller_pods: PodPeer,
+    /// Tunnel edge addresses planes with a tunnel dial.
+    pub tunnel_edges: Vec<String>,
+    /// Longest time between two passes.
+    pub resync: Duration,
+}
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pass {
+    /// Planes whose objects were applied.
+    pub applied: usize,
+    /// Planes that failed, with why.
+    pub failed: BTreeMap<NamespacedName, String>,
+    /// Objects of unwanted planes deleted.
+    pub deleted: usize,
+}
+
+/// A plane whose objects were applied, with what its pushes need.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The plane.
+    pub plane: DesiredPlane,
+    /// Its credentials.
+    pub credentials: PlaneCredentials,
+    /// The CA its serving certificate chains to.
+    pub ca_pem: String,
+    /// The name that certificate holds.
+    pub server_name: String,
+}
+
+/// Runs passes until `stop` turns true; `on_pass` sees each pass's applied planes
+/// (the pushes start from there) and what it did.
+pub async fn run(
+    cluster: Cluster,
+    settings: Settings,
+    mut desired: watch::Receiver<Desired>,
+    mut leader: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
+    mut on_pass: impl FnMut(&[Applied], &Pass),
+) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let current = desired.borrow_and_update().clone();
+        let leading = *leader.borrow_and_update();
+        if let (Some(planes), true) = (current, leading) {
+            let (applied, pass) = Box::pin(reconcile(&cluster, &settings, &planes)).await;
+            for (plane, why) in &pass.failed {
+                tracing::warn!(gateway = %format!("{}/{}", plane.0, plane.1), error = %why, "dedicated plane not reconciled");
+            }
+            on_pass(&applied, &pass);
+        }
+        tokio::select! {
+            _ = desired.changed() => {}
+            _ = leader.changed() => {}
+            _ = stop.changed() => {}
+            () = tokio::time::sleep(settings.resync) => {}
+        }
+    }
+}
+
+/// One pass over `planes`.
+pub async fn reconcile(
+    cluster: &Cluster,
+    settings: &Settings,
+    planes: &BTreeMap<NamespacedName, DesiredPlane>,
+) -> (Vec<Applied>, Pass) {
+    let mut pass = Pass::default();
+    let mut applied = Vec::new();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let authority = match Box::pin(cluster.authority(&settings.namespace, now)).await {
+        Ok(authority) => authority,
+        Err(error) => {
+            for key in planes.keys() {
+                pass.failed.insert(key.clone(), error.to_string());
+            }
+            return (applied, pass);
+        }
+    };
+    let mut keep = BTreeSet::new();
+    let mut keep_autoscalers = BTreeSet::new();
+    for (key, plane) in planes {
+        let names = PlaneNames::new(&key.1);
+        // Whatever happens to it this pass, a wanted plane's objects stay.
+        keep.insert((key.0.clone(), names.workload.clone()));
+        keep.insert((key.0.clone(), names.config_service.clone()));
+        if plane.config.autoscaling.is_some() {
+            keep_autoscalers.insert((key.0.clone(), names.workload.clone()));
+        }
+        match Box::pin(apply_plane(cluster, settings, plane, &authority, now)).await {
+            Ok(done) => {
+                pass.applied += 1;
+                applied.push(Applied {
+                    server_name: names.config_server_name(&key.0),
+                    ca_pem: authority.certificate_pem.clone(),
+                    plane: plane.clone(),
+                    credentials: done,
+                });
+            }
+            Err(error) => {
+                pass.failed.insert(key.clone(), error);
+            }
+        }
+    }
+    match Box::pin(cluster.prune(&keep, &keep_autoscalers)).await {
+        Ok(deleted) => pass.deleted = deleted,
+        Err(error) => tracing::warn!(%error, "removing unwanted plane objects failed"),
+    }
+    (applied, pass)
+}
+
+async fn apply_plane(
+    cluster: &Cluster,
+    settings: &Settings,
+    plane: &DesiredPlane,
+    authority: &crate::credentials::Authority,
+    now: u64,
+) -> Result<PlaneCredentials, String> {
+    let credentials = Box::pin(cluster.credentials(plane, authority, now))
+        .await
+        .map_err(|e: ClusterError| e.to_string())?;
+    let spec = PlaneSpec {
+        gateway: plane.gateway.clone(),
+        config: plane.config.clone(),
+        image: settings.image.clone(),
+        controller: settings.controller_pods.clone(),
+        metrics_scrapers: Vec::new(),
+        secrets: PlaneSecrets {
+            config_token: credentials.token.clone(),
+            config_tls: credentials.tls_secret.clone(),
+            tunnel_token: credentials.tunnel_token.clone(),
+            content_hash: credentials.content_hash.clone(),
+        },
+        tunnel_edges: settings.tunnel_edges.clone(),
+    };
+    let rendered = render::render(&spec).map_err(|e| e.to_string())?;
+    let documents = rendered.apply_documents().map_err(|e| e.to_string())?;
+    for document in &documents {
+        Box::pin(cluster.apply(document))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(credentials)
+}

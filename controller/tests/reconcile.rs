@@ -1,0 +1,276 @@
+//! The reconcile loop of `culvert controller` against the fake API server on
+//! loopback, fed by the real Kubernetes source: a Gateway asking for a dedicated
+//! plane gets its Secrets and rendered objects, a hand edit is healed, a second
+//! pass changes nothing that was right, and dropping the request removes the
+//! objects (only those Culvert rendered and a Gateway still owns).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any error"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use culvert_controller::cluster::{AUTHORITY_SECRET, Cluster, FIELD_MANAGER};
+use culvert_controller::planes;
+use culvert_controller::render::{Image, PodPeer, PullPolicy, SECRETS_HASH_ANNOTATION};
+use culvert_controller::run::{Desired, Settings, reconcile, run};
+use culvert_fake_apiserver::{FakeApiServer, fixtures};
+use culvert_kubernetes::{KubernetesSource, SourceConfig, TranslationHook};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+const GW: &str = "gateway.networking.k8s.io/v1";
+
+fn settings() -> Settings {
+    Settings {
+        namespace: "culvert-system".to_owned(),
+        image: Image {
+            name: "ghcr.io/culvert-proxy/culvert:test".to_owned(),
+            pull_policy: PullPolicy::IfNotPresent,
+        },
+        controller_pods: PodPeer {
+            namespace: "culvert-system".to_owned(),
+            labels: BTreeMap::from([("app.kubernetes.io/name".to_owned(), "culvert".to_owned())]),
+        },
+        tunnel_edges: Vec::new(),
+        resync: Duration::from_millis(300),
+    }
+}
+
+/// Polls `check` every 50 ms until it holds or 15 s pass.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < Duration::from_secs(15), "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn objects() -> Vec<Value> {
+    let mut objects = fixtures::minimal_cluster(CONTROLLER, 8080, 9001);
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
+    );
+    objects.push(
+        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+        "metadata": {"name": "own", "namespace": "default"}, "spec": {"replicas": 2}}),
+    );
+    objects
+}
+
+fn dedicated(server: &FakeApiServer, on: bool) {
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] = if on {
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"},
+               "labels": {"team": "blue"}, "annotations": {"cost-center": "42"}})
+    } else {
+        json!(null)
+    };
+    if !on {
+        gateway["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("infrastructure");
+    }
+    server.apply_object(gateway).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    dedicated(&server, true);
+    let serving = server.serve().await.unwrap();
+    let kubeconfig =
+        std::env::temp_dir().join(format!("culvert-controller-{}.yaml", std::process::id()));
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+
+    let (desired_tx, desired) = watch::channel::<Desired>(None);
+    let desired_tx = Arc::new(desired_tx);
+    let hook_tx = Arc::clone(&desired_tx);
+    let mut config = SourceConfig::new(CONTROLLER);
+    config.kubeconfig = Some(kubeconfig.clone());
+    config.addresses = vec!["192.0.2.1".to_owned()];
+    config.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
+        hook_tx.send_replace(Some(Arc::new(planes::desired(store, translation))));
+    })));
+    let _source = KubernetesSource::start(config).unwrap();
+    let client = culvert_kubernetes::client::connect(Some(&kubeconfig))
+        .await
+        .unwrap();
+    let cluster = Cluster::new(client);
+    let (_leader_tx, leader) = watch::channel(true);
+    let (stop_tx, stop) = watch::channel(false);
+    let (passes_tx, mut passes) = tokio::sync::mpsc::unbounded_channel();
+    let loop_task = tokio::spawn(run(
+        cluster.clone(),
+        settings(),
+        desired,
+        leader,
+        stop,
+        move |applied, pass| {
+            let _ = passes_tx.send((applied.len(), pass.clone()));
+        },
+    ));
+
+    let deployment = || server.get("apps/v1", "Deployment", Some("default"), "culvert-edge");
+    eventually("the plane's Deployment is applied", || {
+        deployment().is_some()
+    })
+    .await;
+    let rendered = deployment().unwrap();
+    assert_eq!(rendered["spec"]["replicas"], 2);
+    assert_eq!(
+        rendered["metadata"]["labels"]["team"], "blue",
+        "infrastructure labels propagate"
+    );
+    assert_eq!(
+        rendered["spec"]["template"]["metadata"]["annotations"]["cost-center"],
+        "42"
+    );
+    let owner = &rendered["metadata"]["ownerReferences"][0];
+    let gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    assert_eq!(
+        (owner["kind"].as_str(), owner["uid"].as_str()),
+        (Some("Gateway"), gateway["metadata"]["uid"].as_str())
+    );
+    assert_eq!(owner["controller"], true);
+    let managers: Vec<&str> = rendered["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert_eq!(managers, [FIELD_MANAGER]);
+    for (api_version, kind, name) in [
+        ("v1", "Service", "culvert-edge-config"),
+        ("networking.k8s.io/v1", "NetworkPolicy", "culvert-edge"),
+        ("policy/v1", "PodDisruptionBudget", "culvert-edge"),
+    ] {
+        assert!(
+            server
+                .get(api_version, kind, Some("default"), name)
+                .is_some(),
+            "{kind} {name}"
+        );
+    }
+    assert!(
+        server
+            .get(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                Some("default"),
+                "culvert-edge"
+            )
+            .is_none()
+    );
+    // Credentials: the CA in the controller's namespace, the token and the
+    // certificate beside the plane, the hash of what they hold on the pod template.
+    assert!(
+        server
+            .get("v1", "Secret", Some("culvert-system"), AUTHORITY_SECRET)
+            .is_some()
+    );
+    let token = server
+        .get("v1", "Secret", Some("default"), "culvert-edge-token")
+        .unwrap();
+    assert!(
+        token["data"]["token"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty())
+    );
+    let tls = server
+        .get("v1", "Secret", Some("default"), "culvert-edge-config-tls")
+        .unwrap();
+    for key in ["tls.crt", "tls.key", "ca.crt"] {
+        assert!(
+            tls["data"][key].as_str().is_some_and(|v| !v.is_empty()),
+            "{key}"
+        );
+    }
+    let hash =
+        rendered["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH_ANNOTATION].clone();
+    assert!(hash.as_str().is_some_and(|h| h.len() == 16), "{hash}");
+
+    // A hand edit of a field Culvert sets is healed on a later pass.
+    let mut edited = deployment().unwrap();
+    edited["spec"]["replicas"] = json!(7);
+    edited["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(edited).unwrap();
+    assert_eq!(deployment().unwrap()["spec"]["replicas"], 7);
+    eventually("the edit is healed", || {
+        deployment().is_some_and(|d| d["spec"]["replicas"] == 2)
+    })
+    .await;
+    // Later passes keep the token and certificate (so the pods are not rolled).
+    let again = deployment().unwrap();
+    assert_eq!(
+        again["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH_ANNOTATION],
+        hash
+    );
+    assert_eq!(
+        server
+            .get("v1", "Secret", Some("default"), "culvert-edge-token")
+            .unwrap()["data"],
+        token["data"]
+    );
+
+    // An object Culvert did not render, or one whose owner reference was
+    // stripped, is never removed.
+    server
+        .create(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "culvert-other", "namespace": "default",
+                         "labels": {"app.kubernetes.io/managed-by": "culvert-controller"}},
+            "spec": {"selector": {"matchLabels": {"app": "x"}},
+                     "template": {"metadata": {"labels": {"app": "x"}},
+                                  "spec": {"containers": [{"name": "x", "image": "x"}]}}}}))
+        .unwrap();
+
+    // Back to the shared plane: the rendered objects go, the Secrets stay.
+    dedicated(&server, false);
+    eventually("the Deployment is removed", || deployment().is_none()).await;
+    for (api_version, kind, name) in [
+        ("v1", "Service", "culvert-edge-config"),
+        ("networking.k8s.io/v1", "NetworkPolicy", "culvert-edge"),
+        ("policy/v1", "PodDisruptionBudget", "culvert-edge"),
+    ] {
+        assert!(
+            server
+                .get(api_version, kind, Some("default"), name)
+                .is_none(),
+            "{kind} {name}"
+        );
+    }
+    assert!(
+        server
+            .get("apps/v1", "Deployment", Some("default"), "culvert-other")
+            .is_some()
+    );
+    assert!(
+        server
+            .get("v1", "Secret", Some("default"), "culvert-edge-token")
+            .is_some()
+    );
+    let mut failures = 0;
+    while let Ok((_, pass)) = passes.try_recv() {
+        failures += pass.failed.len();
+    }
+    assert_eq!(failures, 0, "no pass failed");
+
+    // One pass by hand over the same desired state writes what it must and
+    // fails nothing.
+    let (_, pass) = reconcile(&cluster, &settings(), &BTreeMap::new()).await;
+    assert!(pass.failed.is_empty());
+    stop_tx.send_replace(true);
+    loop_task.await.unwrap();
+}
