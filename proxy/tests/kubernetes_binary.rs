@@ -214,3 +214,93 @@ async fn an_unreachable_api_server_is_reported_on_stderr() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn the_controller_renders_a_dedicated_plane_and_stops_on_sigterm() {
+    let server = FakeApiServer::new();
+    cluster(&server, free_port(), free_port());
+    server
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
+        .unwrap();
+    server
+        .create(
+            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+            "metadata": {"name": "own", "namespace": "default"}, "spec": {}}),
+        )
+        .unwrap();
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-binary");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args([
+            "controller",
+            "--namespace",
+            "culvert-system",
+            "--image",
+            "culvert:test",
+        ])
+        .args([
+            "--lease-duration",
+            "3s",
+            "--identity",
+            "controller-1",
+            "--resync",
+            "1s",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut controller = Plane(child);
+    until(
+        "the plane is rendered",
+        Duration::from_secs(20),
+        async || {
+            server
+                .get("apps/v1", "Deployment", Some("default"), "culvert-edge")
+                .is_some()
+        },
+    )
+    .await;
+    let deployment = server
+        .get("apps/v1", "Deployment", Some("default"), "culvert-edge")
+        .unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "culvert:test");
+    assert_eq!(container["args"][0], "serve");
+    until(
+        "the Gateway's status is written",
+        Duration::from_secs(20),
+        async || {
+            server.get(GW, "Gateway", Some("default"), "edge").unwrap()["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        },
+    )
+    .await;
+    // SIGTERM: the process stops on its own, with status 0.
+    let killed = Command::new("kill")
+        .args(["-TERM", &controller.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = controller.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the controller did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,5 +1,6 @@
 //! Command-line interface of the `culvert` binary: one module per command.
 
+mod controller;
 mod drain;
 mod install;
 mod logging;
@@ -30,6 +31,9 @@ enum Action {
     Validate(validate::ValidateArgs),
     /// Run the data plane until SIGINT or SIGTERM.
     Serve(Box<serve::ServeArgs>),
+    /// Run the control plane alone: watch, write status, and run the dedicated
+    /// data planes Gateways ask for.
+    Controller(controller::ControllerArgs),
     /// Print the Kubernetes manifests that install Culvert (for `kubectl apply -f -`).
     Install(install::InstallArgs),
     /// Ask a running `culvert serve` to drain, through its config API.
@@ -68,6 +72,7 @@ impl Command {
             Action::Route(args) => route::run(&args).map(Outcome::success),
             Action::Validate(args) => validate::run(&args),
             Action::Serve(args) => serve::run(&args),
+            Action::Controller(args) => controller::run(&args),
             Action::Install(args) => install::run(&args),
             Action::Drain(args) => drain::run(&args),
         }

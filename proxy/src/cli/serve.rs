@@ -428,13 +428,13 @@ async fn drain_on_signal(server: &Server, mut signals: Signals, grace: Duration)
 
 /// SIGINT and SIGTERM as one stream; the handlers are installed on creation (which
 /// must happen inside a tokio runtime).
-struct Signals {
+pub(super) struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn new() -> anyhow::Result<Self> {
+    pub(super) fn new() -> anyhow::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
             interrupt: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
@@ -442,7 +442,7 @@ impl Signals {
         })
     }
 
-    async fn next(&mut self) {
+    pub(super) async fn next(&mut self) {
         tokio::select! {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => {}
