@@ -385,14 +385,85 @@ fn namespace_and_image_reach_every_object() {
 }
 
 #[test]
+fn controller_mode_renders_the_controller_and_the_rbac_it_uses() {
+    let output = culvert(&[
+        "install",
+        "--mode",
+        "controller",
+        "--image",
+        "registry.example/culvert:1",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    let loaded = load_str(&text, Path::new("install.yaml"));
+    assert!(loaded.is_clean(), "{:?}", loaded.errors);
+    let documents = loaded.documents;
+    let kinds: Vec<String> = documents
+        .iter()
+        .map(|d| format!("{} {}", d.kind(), d.name()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Namespace culvert-system",
+            "CustomResourceDefinition gatewayconfigs.culvert.dev",
+            "CustomResourceDefinition gatewayclassconfigs.culvert.dev",
+            "ServiceAccount culvert",
+            "ClusterRole culvert",
+            "ClusterRoleBinding culvert",
+            "Role culvert",
+            "RoleBinding culvert",
+            "ClusterRole culvert-controller",
+            "ClusterRoleBinding culvert-controller",
+            "GatewayClass culvert",
+            "Deployment culvert-controller",
+        ]
+    );
+    // Writes of dedicated planes: apply (create, patch), removal (list, delete),
+    // re-reads (get); Secrets are made and read, never deleted.
+    let write = &["get", "list", "create", "patch", "delete"][..];
+    assert_eq!(
+        grants(find(&documents, "ClusterRole", "culvert-controller")),
+        expected(&[
+            ("apps", &["deployments"], write),
+            ("", &["services"], write),
+            ("networking.k8s.io", &["networkpolicies"], write),
+            ("policy", &["poddisruptionbudgets"], write),
+            ("autoscaling", &["horizontalpodautoscalers"], write),
+            ("", &["secrets"], &["get", "create", "patch"]),
+        ])
+    );
+    let binding = find(&documents, "ClusterRoleBinding", "culvert-controller");
+    assert_eq!(binding["subjects"][0]["name"], "culvert");
+    let deployment = find(&documents, "Deployment", "culvert-controller");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "registry.example/culvert:1");
+    assert_eq!(
+        strings(&container["args"]).join(" "),
+        "controller --namespace $(POD_NAMESPACE) --identity $(POD_NAME) \
+         --image registry.example/culvert:1 \
+         --controller-pod-label app.kubernetes.io/name=culvert-controller"
+    );
+    // The controller pods carry the label the planes' NetworkPolicies admit.
+    assert_eq!(
+        deployment["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"],
+        "culvert-controller"
+    );
+    assert!(
+        !text.contains("kind: Secret"),
+        "the controller makes its own Secrets"
+    );
+}
+
+#[test]
 fn bad_options_are_refused() {
     for (args, message) in [
         (
-            &["install", "--mode", "controller"][..],
-            "not yet supported",
-        ),
-        (
-            &["install", "--mode", "daemonset", "--namespace", "Bad_Name"],
+            &["install", "--mode", "controller", "--namespace", "Bad_Name"][..],
             "not a DNS label",
         ),
         (

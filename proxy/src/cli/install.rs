@@ -1,6 +1,11 @@
 //! `culvert install`: print the Kubernetes manifests that install Culvert, for
 //! `kubectl apply -f -` (as `linkerd install` does).
 //!
+//! `--mode controller` renders the Namespace, the CRDs, the same RBAC plus the
+//! `culvert-controller` ClusterRole (the dedicated planes' objects and Secrets), the
+//! GatewayClass and the `culvert controller` Deployment; no Secrets, since the
+//! controller makes its own.
+//!
 //! `--mode daemonset` renders, in apply order: the Namespace, Culvert's own CRDs
 //! (`deploy/crds/culvert/`), the ServiceAccount and its RBAC, the config API's two
 //! Secrets (a fresh bearer token and a self-signed serving certificate, unless
@@ -27,6 +32,9 @@ const RBAC: &str = include_str!("../../../deploy/kubernetes/templates/rbac.yaml"
 const SECRETS: &str = include_str!("../../../deploy/kubernetes/templates/secrets.yaml");
 const GATEWAY_CLASS: &str = include_str!("../../../deploy/kubernetes/templates/gatewayclass.yaml");
 const DAEMONSET: &str = include_str!("../../../deploy/kubernetes/templates/daemonset.yaml");
+const CONTROLLER_RBAC: &str =
+    include_str!("../../../deploy/kubernetes/templates/controller-rbac.yaml");
+const CONTROLLER: &str = include_str!("../../../deploy/kubernetes/templates/controller.yaml");
 
 /// Image repository of the released binary; the tag is this binary's version.
 const IMAGE_REPOSITORY: &str = "ghcr.io/culvert-proxy/culvert";
@@ -39,7 +47,8 @@ const CERTIFICATE_YEARS: i32 = 10;
 enum Mode {
     /// One data plane per node, reached on the node's ports 80 and 443.
     Daemonset,
-    /// A controller that runs dedicated data planes per Gateway (not yet supported).
+    /// The control plane alone, running the dedicated data planes Gateways ask for
+    /// (`culvert controller`).
     Controller,
 }
 
@@ -70,9 +79,6 @@ pub(crate) struct InstallArgs {
 }
 
 pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
-    if args.mode == Mode::Controller {
-        anyhow::bail!("--mode controller is not yet supported; use --mode daemonset");
-    }
     check_namespace(&args.namespace)?;
     let version = env!("CARGO_PKG_VERSION");
     let image = match &args.image {
@@ -107,6 +113,25 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
         GATEWAY_CLASS_CONFIGS.to_owned(),
         fill(RBAC, &common),
     ];
+    if args.mode == Mode::Controller {
+        documents.push(fill(CONTROLLER_RBAC, &common));
+        documents.push(fill(GATEWAY_CLASS, &common));
+        documents.push(fill(
+            CONTROLLER,
+            &[
+                ("namespace", namespace),
+                ("version", version),
+                ("image", &image),
+            ],
+        ));
+        return Ok(Outcome::success(print(
+            &format!(
+                "# Culvert {version} on Kubernetes, a controller running dedicated data planes: printed by `culvert install`.\n\
+                 # Apply the Gateway API CRDs first (docs/kubernetes.md).\n"
+            ),
+            documents,
+        )));
+    }
     if !args.no_secrets {
         let token = credentials::random_token()?;
         let (certificate, key) = control_certificate(namespace)?;
@@ -132,16 +157,22 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
         ],
     ));
 
-    let mut out = format!(
+    let mut header = format!(
         "# Culvert {version} on Kubernetes, one data plane per node: printed by `culvert install`.\n\
          # Apply the Gateway API CRDs first (docs/kubernetes.md).\n"
     );
     if args.no_secrets {
-        out.push_str(
+        header.push_str(
             "# Without the Secrets culvert-control-token and culvert-control-tls: create them\n\
              # before the DaemonSet's pods can start (docs/kubernetes.md).\n",
         );
     }
+    Ok(Outcome::success(print(&header, documents)))
+}
+
+/// `header`, then each document after a `---` line.
+fn print(header: &str, documents: Vec<String>) -> String {
+    let mut out = header.to_owned();
     for document in documents {
         out.push_str("---\n");
         out.push_str(&document);
@@ -149,7 +180,7 @@ pub(crate) fn run(args: &InstallArgs) -> anyhow::Result<Outcome> {
             out.push('\n');
         }
     }
-    Ok(Outcome::success(out))
+    out
 }
 
 /// Fills `{{key}}` placeholders. A placeholder alone on its line takes a
