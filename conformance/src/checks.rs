@@ -285,9 +285,12 @@ pub fn status(store: &Store, translation: &Translation, check: &StatusCheck) -> 
             }
             Verdict::Pass
         }
-        CheckKind::InfrastructureMetadataPropagated => Verdict::Skip(
-            "needs the per-Gateway Kubernetes objects of dedicated data planes".to_owned(),
-        ),
+        CheckKind::InfrastructureMetadataPropagated => {
+            match super::infrastructure::propagated(store, namespace, &check.name) {
+                Ok(()) => Verdict::Pass,
+                Err(why) => fail(why),
+            }
+        }
         other => Verdict::Skip(format!("check {other} is not known to this harness")),
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod certs;
 pub mod checks;
+pub mod infrastructure;
 pub mod live;
 pub mod observe;
 pub mod prepare;

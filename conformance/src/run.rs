@@ -29,6 +29,7 @@ pub const CLAIMED_FEATURES: &[&str] = &[
     "GatewayFrontendClientCertificateValidation",
     "GatewayFrontendClientCertificateValidationInsecureFallback",
     "GatewayHTTPListenerIsolation",
+    "GatewayInfrastructurePropagation",
     "GatewayHTTPSListenerDetectMisdirectedRequests",
     "GatewayPort8080",
     "GatewayStaticAddresses",
