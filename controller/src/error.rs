@@ -1,9 +1,11 @@
-//! The crate's one error type: what rendering (and later the controller) refuses.
+//! The crate's one error type: what rendering and the pusher refuse.
 //!
 //! A refusal names the field at fault so the controller can put it in the
-//! Gateway's `Accepted=False` / `InvalidParameters` message unchanged.
+//! Gateway's `Accepted=False` / `InvalidParameters` message unchanged. A push
+//! that fails at a pod is no refusal: it is a [`crate::push::Failure`] in the
+//! plane's summary.
 
-/// Why a dedicated data plane could not be rendered.
+/// Why a dedicated data plane could not be rendered, or its pushes not set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -58,4 +60,19 @@ pub enum Error {
         /// serde_json's message.
         message: String,
     },
+    /// The CA bundle a plane's config API certificate is checked against is
+    /// unusable.
+    #[error("the config API CA bundle is unusable: {0}")]
+    ConfigApiCa(String),
+    /// The name a plane's config API certificate must be valid for is not a DNS
+    /// name or IP address.
+    #[error("{0:?} is not a valid TLS server name")]
+    ConfigApiServerName(String),
+    /// A plane's config API token is empty or cannot be sent in a header (the
+    /// token itself is never part of the message).
+    #[error("the config API token is empty or not a valid header value")]
+    ConfigApiToken,
+    /// The pusher was created outside a Tokio runtime.
+    #[error("the pusher needs a Tokio runtime")]
+    NoRuntime,
 }

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod credentials;
 mod error;
 pub mod planes;
+pub mod push;
 pub mod render;
 pub mod run;
 
