@@ -8,6 +8,10 @@
 //!   certificates;
 //! - [`cluster`]: the writes to the API server (server-side apply, Secrets,
 //!   removal of what no plane wants);
+//! - [`push`]: every plane pod kept serving its plane's `DataPlaneConfig`: a pure
+//!   state machine per plane ([`push::state`]: ask, push under which version, back
+//!   off, summarise) and the [`push::Pusher`] that carries it out over HTTPS, one
+//!   task per plane;
 //! - [`run`]: the reconcile loop that ties them together while this process leads.
 //!
 //! Start at [`run::run`].
