@@ -467,3 +467,17 @@ fn a_plane_without_pods_waits() {
     assert_eq!((summary.pods, summary.current), (0, 0));
     assert!(!summary.all_current());
 }
+
+#[test]
+fn the_state_machine_has_no_runtime_and_no_clock() {
+    let source = include_str!("mod.rs");
+    for forbidden in [
+        "tokio",
+        "Instant::now",
+        "SystemTime",
+        "std::net::TcpStream",
+        "hyper",
+    ] {
+        assert!(!source.contains(forbidden), "push/state uses {forbidden}");
+    }
+}
