@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use crate::cluster::{Cluster, ClusterError, PlaneCredentials};
 use crate::planes::DesiredPlane;
+use crate::push::{PlaneKey, PlaneTarget, Pusher};
 use crate::render::{self, Image, PlaneNames, PlaneSecrets, PlaneSpec, PodPeer};
 
 /// The dedicated planes of the latest translation (`None` before the first).
@@ -60,6 +61,62 @@ pub struct Applied {
     pub ca_pem: String,
     /// The name that certificate holds.
     pub server_name: String,
+}
+
+/// Keeps a [`Pusher`] pointed at the planes the passes apply.
+pub struct Feeder {
+    pusher: Pusher,
+    pushing: BTreeSet<PlaneKey>,
+}
+
+impl Feeder {
+    /// Feeds `pusher`.
+    pub fn new(pusher: Pusher) -> Self {
+        Self {
+            pusher,
+            pushing: BTreeSet::new(),
+        }
+    }
+
+    /// The pusher fed.
+    pub fn pusher(&self) -> &Pusher {
+        &self.pusher
+    }
+
+    /// Points the pusher at the planes a pass applied, each with its config, pods,
+    /// token, CA and server name, and stops pushing to planes no longer wanted. A
+    /// plane that failed this pass keeps its last target, so a passing API error
+    /// does not stop its pushes. Returns the planes whose target was refused.
+    pub fn feed(&mut self, applied: &[Applied], pass: &Pass) -> Vec<(PlaneKey, String)> {
+        let mut refused = Vec::new();
+        let mut wanted = BTreeSet::new();
+        for plane in applied {
+            let gateway = &plane.plane.gateway;
+            let key = PlaneKey::new(&gateway.namespace, &gateway.name);
+            wanted.insert(key.clone());
+            let target = PlaneTarget {
+                config: Arc::clone(&plane.plane.data_plane),
+                pods: plane.plane.pods.clone(),
+                token: plane.credentials.token_value.clone(),
+                ca_pem: plane.ca_pem.clone(),
+                server_name: plane.server_name.clone(),
+            };
+            if let Err(error) = self.pusher.set_plane(key.clone(), target) {
+                refused.push((key, error.to_string()));
+            }
+        }
+        for (namespace, name) in pass.failed.keys() {
+            let key = PlaneKey::new(namespace, name);
+            if self.pushing.contains(&key) {
+                wanted.insert(key);
+            }
+        }
+        for key in self.pushing.difference(&wanted) {
+            self.pusher.remove_plane(key);
+        }
+        self.pushing = wanted;
+        refused
+    }
 }
 
 /// Runs passes until `stop` turns true; `on_pass` sees each pass's applied planes

@@ -3,7 +3,8 @@
 //! --kubernetes` does, writes their status while it holds its Lease, and for each
 //! Gateway whose `spec.infrastructure.parametersRef` names a `GatewayConfig`
 //! renders, applies, heals and removes that plane's objects and credentials
-//! (`culvert_controller`). It serves no traffic itself; until SIGINT or SIGTERM.
+//! (`culvert_controller`), and pushes each plane's config to its pods over their
+//! config API. It serves no traffic itself; until SIGINT or SIGTERM.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,8 +15,9 @@ use anyhow::Context;
 use clap::Args;
 use culvert_controller::cluster::Cluster;
 use culvert_controller::planes;
+use culvert_controller::push::{PushSettings, Pusher};
 use culvert_controller::render::{Image, PodPeer, PullPolicy};
-use culvert_controller::run::{Desired, Settings, run as reconcile_loop};
+use culvert_controller::run::{Desired, Feeder, Settings, run as reconcile_loop};
 use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig, TranslationHook};
 use culvert_router::parse_duration;
 use tokio::sync::watch;
@@ -141,19 +143,24 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
             .await
             .context("connecting to Kubernetes")?;
         let (stop_tx, stop) = watch::channel(false);
+        let pusher = Pusher::new(PushSettings::default()).context("starting the config pushes")?;
+        let mut feeder = Feeder::new(pusher);
         let reconcile = reconcile_loop(
             Cluster::new(client),
             settings,
             desired,
             leader,
             stop,
-            |applied, pass| {
+            move |applied, pass| {
                 tracing::debug!(
                     planes = applied.len(),
                     deleted = pass.deleted,
                     failed = pass.failed.len(),
                     "reconciled"
                 );
+                for (plane, error) in feeder.feed(applied, pass) {
+                    tracing::warn!(%plane, %error, "plane not pushed to");
+                }
             },
         );
         eprintln!("culvert: controller watching Kubernetes");

@@ -1,0 +1,289 @@
+//! `culvert controller` end to end on loopback: the controller process, the fake
+//! API server, and two real `culvert serve` processes standing in for a dedicated
+//! plane's pods (the fake's EndpointSlice of the plane's config Service points at
+//! their loopback addresses, as the kubelet would). The controller makes the
+//! plane's token and certificate; the planes run with them; every push is HTTPS
+//! with that token. A route change reaches both planes; a plane that refuses the
+//! controller does not hold up the other; a plane restarted empty gets the config
+//! back by replay.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail on any unexpected error"
+)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_fake_apiserver::{FakeApiServer, fixtures};
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::rt::TokioIo;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, ServerName};
+use serde_json::{Value, json};
+use support::{free_port, get, temp_dir};
+
+const GW: &str = "gateway.networking.k8s.io/v1";
+const CONTROLLER: &str = "culvert.dev/gateway-controller";
+/// The config API name the controller's certificate is issued for.
+const SERVER_NAME: &str = "culvert-edge-config.default.svc";
+
+/// Kills the process on drop.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What a plane pod runs with, from the Secrets the controller made.
+struct Credentials {
+    token: String,
+    ca_pem: String,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn secret_value(server: &FakeApiServer, name: &str, key: &str) -> Option<String> {
+    let secret = server.get("v1", "Secret", Some("default"), name)?;
+    let encoded = secret["data"][key].as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+fn start_plane(control: SocketAddr, credentials: &Credentials, token: &str) -> Process {
+    let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["serve", "--workers", "1", "--no-pin", "--no-access-log"])
+        .args(["--control", &control.to_string(), "--token", token])
+        .arg("--control-tls-cert")
+        .arg(&credentials.cert)
+        .arg("--control-tls-key")
+        .arg(&credentials.key)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Process(child)
+}
+
+/// `GET /config` of the plane at `addr`, over HTTPS trusting only the
+/// controller's CA for [`SERVER_NAME`]; `None` while it does not answer.
+async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Value> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(credentials.ca_pem.as_bytes()).ok()?)
+        .ok()?;
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let name = ServerName::try_from(SERVER_NAME).ok()?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .ok()?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .ok()?;
+    tokio::spawn(connection);
+    let request = Request::get("/config")
+        .header("host", SERVER_NAME)
+        .header("authorization", format!("Bearer {}", credentials.token))
+        .body(Full::new(Bytes::new()))
+        .ok()?;
+    let response = sender.send_request(request).await.ok()?;
+    let body = response.into_body().collect().await.ok()?.to_bytes();
+    serde_json::from_slice(&body).ok()
+}
+
+async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let start = Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < limit, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn set_hostname(server: &FakeApiServer, host: &str) {
+    let mut route = server.get(GW, "HTTPRoute", Some("default"), "web").unwrap();
+    route["spec"]["hostnames"] = json!([host]);
+    route["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(route).unwrap();
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let port = free_port();
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
+        server.create(object).unwrap();
+    }
+    server
+        .create(fixtures::http_route("web", "www.example.com"))
+        .unwrap();
+    server
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
+        .unwrap();
+    server
+        .create(
+            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+            "metadata": {"name": "own", "namespace": "default"}, "spec": {"replicas": 2}}),
+        )
+        .unwrap();
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-planes");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args([
+            "controller",
+            "--namespace",
+            "culvert-system",
+            "--image",
+            "culvert:test",
+        ])
+        .args(["--identity", "controller-1", "--resync", "1s"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _controller = Process(controller);
+
+    // The plane's credentials, as its pods would mount them.
+    until(
+        "the plane's Secrets exist",
+        Duration::from_secs(20),
+        async || {
+            secret_value(&server, "culvert-edge-config-tls", "tls.crt").is_some()
+                && secret_value(&server, "culvert-edge-token", "token").is_some()
+        },
+    )
+    .await;
+    let credentials = Credentials {
+        token: secret_value(&server, "culvert-edge-token", "token").unwrap(),
+        ca_pem: secret_value(&server, "culvert-edge-config-tls", "ca.crt").unwrap(),
+        cert: write(
+            &dir,
+            "tls.crt",
+            &secret_value(&server, "culvert-edge-config-tls", "tls.crt").unwrap(),
+        ),
+        key: write(
+            &dir,
+            "tls.key",
+            &secret_value(&server, "culvert-edge-config-tls", "tls.key").unwrap(),
+        ),
+    };
+    let pods: [SocketAddr; 2] = [
+        "127.0.41.1:8081".parse().unwrap(),
+        "127.0.41.2:8081".parse().unwrap(),
+    ];
+    let _first = start_plane(pods[0], &credentials, &credentials.token);
+    // The second pod runs with another token: it refuses every push.
+    let mut second = start_plane(pods[1], &credentials, "not-the-plane-token");
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.41.1"], "conditions": {"ready": false}},
+                          {"addresses": ["127.0.41.2"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+
+    until(
+        "the first pod serves the route",
+        Duration::from_secs(20),
+        async || {
+            plane_config(pods[0], &credentials)
+                .await
+                .is_some_and(|c| c["ready"] == true)
+        },
+    )
+    .await;
+    let reply = get(
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        "www.example.com",
+        "/",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["service"], "web");
+    let first = plane_config(pods[0], &credentials).await.unwrap();
+
+    // A route change reaches the pod that accepts pushes, under a newer version,
+    // while the other one keeps refusing.
+    set_hostname(&server, "other.example.com");
+    until(
+        "the route change reaches the first pod",
+        Duration::from_secs(20),
+        async || {
+            plane_config(pods[0], &credentials)
+                .await
+                .is_some_and(|c| c["hash"] != first["hash"])
+        },
+    )
+    .await;
+    let changed = plane_config(pods[0], &credentials).await.unwrap();
+    assert!(
+        changed["version"].as_u64() > first["version"].as_u64(),
+        "{changed} after {first}"
+    );
+    let reply = get(
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        "other.example.com",
+        "/",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+
+    // The refusing pod restarts with the plane's token, empty: replay brings it
+    // the current config within seconds.
+    let _ = second.0.kill();
+    let _ = second.0.wait();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    second = start_plane(pods[1], &credentials, &credentials.token);
+    until(
+        "the restarted pod gets the config back",
+        Duration::from_secs(15),
+        async || {
+            plane_config(pods[1], &credentials)
+                .await
+                .is_some_and(|c| c["hash"] == changed["hash"] && c["ready"] == true)
+        },
+    )
+    .await;
+    drop(second);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
