@@ -12,6 +12,8 @@
 //!   state machine per plane ([`push::state`]: ask, push under which version, back
 //!   off, summarise) and the [`push::Pusher`] that carries it out over HTTPS, one
 //!   task per plane;
+//! - [`push_status`]: what the pushes mean for status (`ProxyConfigPushed`,
+//!   `Programmed` held until a pod serves);
 //! - [`run`]: the reconcile loop that ties them together while this process leads.
 //!
 //! Start at [`run::run`].
@@ -22,6 +24,7 @@ pub mod credentials;
 mod error;
 pub mod planes;
 pub mod push;
+pub mod push_status;
 pub mod render;
 pub mod run;
 

@@ -27,4 +27,7 @@ pub mod writer;
 
 pub use error::Error;
 pub use leader::LeaseConfig;
-pub use source::{KubernetesSource, OnTranslation, SourceConfig, SyncStats, TranslationHook};
+pub use source::{
+    EditTranslation, KubernetesSource, OnTranslation, SourceConfig, StatusOverlay, SyncStats,
+    TranslationHook,
+};

@@ -57,6 +57,24 @@ pub struct SourceConfig {
     /// Called with the mirror and each new translation, on the source's thread:
     /// `culvert controller` takes the dedicated planes from here.
     pub on_translation: Option<TranslationHook>,
+    /// Applied to a copy of the translation before each status write: what the
+    /// translation cannot know (`culvert controller`'s pushes) added to status.
+    pub status_overlay: Option<StatusOverlay>,
+    /// Writes status again (with the overlay) whenever this changes.
+    pub status_wake: Option<watch::Receiver<u64>>,
+}
+
+/// An edit of the translation's status before it is written.
+#[derive(Clone)]
+pub struct StatusOverlay(pub Arc<EditTranslation>);
+
+/// What a [`StatusOverlay`] calls.
+pub type EditTranslation = dyn Fn(&mut Translation) + Send + std::marker::Sync;
+
+impl std::fmt::Debug for StatusOverlay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusOverlay")
+    }
 }
 
 /// A callback for each translation, with the objects it was made from. It runs on
@@ -86,6 +104,8 @@ impl SourceConfig {
             debounce: Duration::from_millis(50),
             max_delay: Duration::from_millis(500),
             on_translation: None,
+            status_overlay: None,
+            status_wake: None,
         }
     }
 }
@@ -282,9 +302,11 @@ impl Sync {
         let mut dirty = false;
         let mut status_due = false;
         let mut retry: Option<(Instant, Duration)> = None;
+        let mut wake = self.config.status_wake.clone();
         loop {
             let retry_at = retry.map(|(at, _)| at);
             tokio::select! {
+                Ok(()) = changed(wake.as_mut()) => status_due = true,
                 change = changes.recv() => match change {
                     Some(change) => dirty |= self.apply(change),
                     None => return,
@@ -383,8 +405,18 @@ impl Sync {
     /// Writes statuses and reports malformed objects; returns whether a write
     /// failed and should be retried.
     async fn write_status(&mut self) -> bool {
-        let Some(translation) = &self.last else {
+        let Some(last) = &self.last else {
             return false;
+        };
+        let overlaid;
+        let translation = match &self.config.status_overlay {
+            Some(overlay) => {
+                let mut copy = last.clone();
+                (overlay.0)(&mut copy);
+                overlaid = copy;
+                &overlaid
+            }
+            None => last,
         };
         let outcome = writer::write_all(
             &self.client,
@@ -415,6 +447,14 @@ impl Sync {
             self.reported.insert(key, message);
         }
         outcome.failed > 0
+    }
+}
+
+/// The next change of `wake`; never, without one (or once its sender is gone).
+async fn changed(wake: Option<&mut watch::Receiver<u64>>) -> Result<(), watch::error::RecvError> {
+    match wake {
+        Some(wake) => wake.changed().await,
+        None => std::future::pending().await,
     }
 }
 

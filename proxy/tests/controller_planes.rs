@@ -129,6 +129,23 @@ fn set_hostname(server: &FakeApiServer, host: &str) {
     server.apply_object(route).unwrap();
 }
 
+/// `(status, reason, message)` of `ProxyConfigPushed` on Gateway `edge`, or on
+/// route `name`'s entry for it.
+fn pushed(server: &FakeApiServer, kind: &str, name: &str) -> Option<(String, String, String)> {
+    let object = server.get(GW, kind, Some("default"), name)?;
+    let conditions = match kind {
+        "Gateway" => object["status"]["conditions"].clone(),
+        _ => object["status"]["parents"][0]["conditions"].clone(),
+    };
+    let condition = conditions
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "ProxyConfigPushed")?
+        .clone();
+    let text = |field: &str| condition[field].as_str().unwrap_or_default().to_owned();
+    Some((text("status"), text("reason"), text("message")))
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -281,6 +298,17 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
             plane_config(pods[1], &credentials)
                 .await
                 .is_some_and(|c| c["hash"] == changed["hash"] && c["ready"] == true)
+        },
+    )
+    .await;
+    until(
+        "the Gateway reports every pod",
+        Duration::from_secs(20),
+        async || {
+            pushed(&server, "Gateway", "edge")
+                .is_some_and(|(status, reason, _)| status == "True" && reason == "Pushed")
+                && pushed(&server, "HTTPRoute", "web")
+                    .is_some_and(|(status, _, _)| status == "True")
         },
     )
     .await;

@@ -291,6 +291,9 @@ pub fn refusals(
                     .map(|why| why.reason().to_owned())
                     .unwrap_or(c.reason),
                 ("Accepted" | "ResolvedRefs" | "Programmed", "False") => c.reason,
+                // The controller's pushes: only a sustained failure is worth a
+                // Warning, not a plane still starting.
+                ("ProxyConfigPushed", "False") if c.reason == "ProxyConfigPushFailed" => c.reason,
                 _ => continue,
             };
             if !out.iter().any(|(r, m)| *r == reason && *m == c.message) {
