@@ -14,9 +14,13 @@ pub struct WatchedKind {
     pub kind: &'static str,
     /// Plural resource name in URLs.
     pub plural: &'static str,
+    /// Names this watch among the watches of one kind (Secrets are watched twice).
+    pub id: &'static str,
     /// A field selector narrowing the watch, so objects Culvert never reads are not
     /// held (Secrets: only TLS ones).
     pub field_selector: Option<&'static str>,
+    /// A label selector narrowing the watch (Secrets: connector tokens, labelled).
+    pub label_selector: Option<&'static str>,
     /// Whether Culvert writes this kind's `status`.
     pub has_status: bool,
 }
@@ -45,6 +49,8 @@ impl WatchedKind {
 
 const GATEWAY_API: &str = "gateway.networking.k8s.io";
 
+pub use culvert_control_lite::model::TUNNEL_TOKEN_LABEL;
+
 const fn kind(
     group: &'static str,
     version: &'static str,
@@ -56,7 +62,9 @@ const fn kind(
         version,
         kind,
         plural,
+        id: plural,
         field_selector: None,
+        label_selector: None,
         has_status: false,
     }
 }
@@ -98,6 +106,11 @@ pub const WATCHED: &[WatchedKind] = &[
     kind("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
     WatchedKind {
         field_selector: Some("type=kubernetes.io/tls"),
+        ..kind("", "v1", "Secret", "secrets")
+    },
+    WatchedKind {
+        id: "secrets/tunnel-tokens",
+        label_selector: Some(TUNNEL_TOKEN_LABEL),
         ..kind("", "v1", "Secret", "secrets")
     },
     kind(

@@ -34,6 +34,9 @@ pub async fn watch_kind(client: Client, kind: &'static WatchedKind, changes: mps
     if let Some(selector) = kind.field_selector {
         config = config.fields(selector);
     }
+    if let Some(selector) = kind.label_selector {
+        config = config.labels(selector);
+    }
     let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff());
     while let Some(item) = stream.next().await {
         let change = match item {

@@ -482,3 +482,71 @@ async fn stopping_does_not_wait_for_an_api_server_that_never_answers() {
         .expect("stopping waited for the hung status write")
         .unwrap();
 }
+
+/// A connector token for tunnel `6ff42ae2-765d-4adf-8112-31c55c1551ef` (base64
+/// JSON), and that token as a Secret's `data` value.
+const CONNECTOR_TOKEN: &str = "eyJhIjoiMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYiLCJ0IjoiNmZmNDJhZTItNzY1ZC00YWRmLTgxMTItMzFjNTVjMTU1MWVmIiwicyI6ImMyVmpjbVYwTFhObFkzSmxkQzF6WldOeVpYUXRjMlZqY21WMExYTmxZdz09In0=";
+const CONNECTOR_TOKEN_DATA: &str = "ZXlKaElqb2lNREV5TXpRMU5qYzRPV0ZpWTJSbFpqQXhNak0wTlRZM09EbGhZbU5rWldZaUxDSjBJam9pTm1abU5ESmhaVEl0TnpZMVpDMDBZV1JtTFRneE1USXRNekZqTlRWak1UVTFNV1ZtSWl3aWN5STZJbU15Vm1wamJWWXdURmhPYkZrelNteGtRekY2V2xkT2VWcFlVWFJqTWxacVkyMVdNRXhZVG14WmR6MDlJbjA9";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_labelled_token_secret_gives_a_tunnel_gateway_its_tunnel() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    // The token Secret, first without the label Culvert watches.
+    server
+        .create(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "edge-tunnel", "namespace": "default"},
+            "data": {"token": CONNECTOR_TOKEN_DATA}}),
+        )
+        .unwrap();
+    server
+        .create(
+            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+            "metadata": {"name": "own", "namespace": "default"},
+            "spec": {"tunnel": {"tokenRef": {"name": "edge-tunnel"}}}}),
+        )
+        .unwrap();
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    let serving = server.serve().await.unwrap();
+    let _source = KubernetesSource::start(config_for(&serving, "tunnel-token")).unwrap();
+    let accepted = || {
+        let status = server.get(GW, "Gateway", Some("default"), "edge").unwrap()["status"].clone();
+        let condition = status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Accepted").cloned())
+            .unwrap_or(Value::Null);
+        (condition, status["addresses"].clone())
+    };
+    eventually("the unlabelled Secret is not seen", || async {
+        let (condition, _) = accepted();
+        condition["status"] == "False"
+            && condition["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not found") && m.contains("culvert.dev/tunnel-token"))
+    })
+    .await;
+    let mut secret = server
+        .get("v1", "Secret", Some("default"), "edge-tunnel")
+        .unwrap();
+    secret["metadata"]["labels"] = json!({"culvert.dev/tunnel-token": "true"});
+    server.apply_object(secret).unwrap();
+    eventually("the labelled Secret admits the tunnel Gateway", || async {
+        let (condition, addresses) = accepted();
+        condition["status"] == "True"
+            && addresses
+                == json!([{"type": "Hostname",
+                           "value": "6ff42ae2-765d-4adf-8112-31c55c1551ef.cfargotunnel.com"}])
+    })
+    .await;
+    let (condition, _) = accepted();
+    assert!(
+        !condition.to_string().contains(CONNECTOR_TOKEN),
+        "the token never appears in status"
+    );
+}

@@ -63,6 +63,11 @@ pub struct SecretKeyReference {
 /// The Secret key a connector token is read from unless a reference names another.
 pub const TOKEN_KEY: &str = "token";
 
+/// The label (any value) that makes a Secret holding a connector token visible to
+/// Culvert in a cluster, where other Secrets are watched only of type
+/// `kubernetes.io/tls`.
+pub const TUNNEL_TOKEN_LABEL: &str = "culvert.dev/tunnel-token";
+
 /// A `GatewayConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayConfig {

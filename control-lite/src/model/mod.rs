@@ -17,7 +17,8 @@ mod route;
 
 pub use culvert::{
     Autoscaling, ClassTunnel, GROUP as CULVERT_GROUP, GatewayClassConfig, GatewayClassConfigSpec,
-    GatewayConfig, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY, TunnelConfig,
+    GatewayConfig, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY, TUNNEL_TOKEN_LABEL,
+    TunnelConfig,
 };
 pub use gateway::{
     AdvertisedStatus, AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig,

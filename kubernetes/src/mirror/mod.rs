@@ -37,10 +37,13 @@ pub struct Observed {
 pub struct Mirror {
     store: Store,
     observed: BTreeMap<ObjectKey, Observed>,
-    /// Objects of each kind seen since the kind's relist began.
+    /// Objects of each watch seen since its relist began, by watch id.
     relisting: BTreeMap<&'static str, Vec<Value>>,
-    /// Kinds whose first full list has arrived (or whose API is not installed).
+    /// Watches whose first full list has arrived (or whose API is not installed).
     listed: BTreeSet<&'static str>,
+    /// The objects each watch holds, by watch id: a kind watched twice (Secrets)
+    /// loses an object only when no watch holds it any more.
+    members: BTreeMap<&'static str, BTreeSet<ObjectKey>>,
     /// Objects that do not fit their kind's schema, and why; left out of the store.
     malformed: BTreeMap<ObjectKey, String>,
     /// A digest of each object without its `status` (but a Gateway's advertised
@@ -77,12 +80,12 @@ impl Mirror {
         self.listed.len() == WATCHED.len()
     }
 
-    /// Kinds not listed yet, for diagnostics.
+    /// Watches not listed yet, for diagnostics.
     pub fn unlisted(&self) -> Vec<&'static str> {
         WATCHED
             .iter()
-            .map(|w| w.kind)
-            .filter(|kind| !self.listed.contains(kind))
+            .map(|w| w.id)
+            .filter(|id| !self.listed.contains(id))
             .collect()
     }
 
@@ -90,55 +93,70 @@ impl Mirror {
     pub fn handle(&mut self, kind: &'static WatchedKind, event: Event<DynamicObject>) -> bool {
         match event {
             Event::Init => {
-                self.relisting.insert(kind.kind, Vec::new());
+                self.relisting.insert(kind.id, Vec::new());
                 false
             }
             Event::InitApply(object) => {
                 let value = raw(kind, object);
-                self.relisting.entry(kind.kind).or_default().push(value);
+                self.relisting.entry(kind.id).or_default().push(value);
                 false
             }
             Event::InitDone => {
-                let objects = self.relisting.remove(kind.kind).unwrap_or_default();
+                let objects = self.relisting.remove(kind.id).unwrap_or_default();
                 self.replace_kind(kind, objects);
                 true
             }
             Event::Apply(object) => self.upsert(kind, raw(kind, object)),
             Event::Delete(object) => {
                 let key = key_of(kind, &raw(kind, object));
-                self.store.delete(&key);
-                self.observed.remove(&key);
-                self.malformed.remove(&key);
-                self.contents.remove(&key);
-                true
+                self.release(kind, &key)
             }
         }
+    }
+
+    /// `kind`'s watch no longer holds `key`: the object goes unless another watch
+    /// holds it. Returns whether it went.
+    fn release(&mut self, kind: &'static WatchedKind, key: &ObjectKey) -> bool {
+        if let Some(members) = self.members.get_mut(kind.id) {
+            members.remove(key);
+        }
+        if self.members.values().any(|members| members.contains(key)) {
+            return false;
+        }
+        self.store.delete(key);
+        self.observed.remove(key);
+        self.malformed.remove(key);
+        self.contents.remove(key);
+        true
     }
 
     /// Records that `kind`'s API is not served (its CRD is not installed): the kind
     /// counts as listed and empty until a watch of it succeeds.
     pub fn absent(&mut self, kind: &'static WatchedKind) -> bool {
-        if self.listed.contains(kind.kind) {
+        if self.listed.contains(kind.id) {
             return false;
         }
         self.replace_kind(kind, Vec::new());
         true
     }
 
+    /// A relist of `kind`'s watch: its objects become exactly `objects`.
     fn replace_kind(&mut self, kind: &'static WatchedKind, objects: Vec<Value>) {
-        self.store.clear_kind(kind.kind);
-        self.observed.retain(|key, _| key.kind != kind.kind);
-        self.malformed.retain(|key, _| key.kind != kind.kind);
-        self.contents.retain(|key, _| key.kind != kind.kind);
+        let listed: BTreeSet<ObjectKey> = objects.iter().map(|o| key_of(kind, o)).collect();
+        let before = self.members.get(kind.id).cloned().unwrap_or_default();
+        for key in before.difference(&listed) {
+            self.release(kind, key);
+        }
         for value in objects {
             self.upsert(kind, value);
         }
-        self.listed.insert(kind.kind);
+        self.listed.insert(kind.id);
     }
 
     /// Creates or replaces an object; returns whether what translation reads changed.
     fn upsert(&mut self, kind: &'static WatchedKind, mut value: Value) -> bool {
         let key = key_of(kind, &value);
+        self.members.entry(kind.id).or_default().insert(key.clone());
         let status = value
             .as_object_mut()
             .and_then(|map| map.remove("status"))

@@ -30,7 +30,7 @@ fn ready_only_once_every_kind_is_listed() {
         list(&mut mirror, kind, Vec::new());
     }
     assert!(!mirror.ready());
-    assert_eq!(mirror.unlisted(), vec!["GatewayConfig"]);
+    assert_eq!(mirror.unlisted(), vec!["gatewayconfigs"]);
     // A CRD that is not installed counts as listed and empty.
     assert!(mirror.absent(by_kind("GatewayConfig").unwrap()));
     assert!(mirror.ready());
@@ -179,4 +179,32 @@ fn a_gateway_keeps_its_advertised_addresses_and_nothing_else_of_its_status() {
         mirror.observed()[&ObjectKey::new("Gateway", "default", "edge")].status["conditions"][0]["reason"],
         "Other"
     );
+}
+
+#[test]
+fn a_kind_watched_twice_loses_an_object_only_when_neither_watch_holds_it() {
+    let watches: Vec<&'static WatchedKind> =
+        WATCHED.iter().filter(|w| w.kind == "Secret").collect();
+    let [tls, tokens] = watches[..] else {
+        panic!("Secrets are watched twice");
+    };
+    let secret = |name: &str| {
+        object(
+            json!({"metadata": {"name": name, "namespace": "team"}, "type": "Opaque",
+                      "data": {"token": "dG9rZW4="}}),
+        )
+    };
+    let mut mirror = Mirror::new();
+    list(&mut mirror, tls, vec![secret("both")]);
+    list(&mut mirror, tokens, vec![secret("both"), secret("token")]);
+    assert_eq!(mirror.store().secrets.len(), 2);
+    // The TLS watch relists without either: the token watch still holds both.
+    list(&mut mirror, tls, Vec::new());
+    assert_eq!(mirror.store().secrets.len(), 2);
+    // Deleted through the token watch, the one only it held goes.
+    mirror.handle(tokens, Event::Delete(secret("token")));
+    let names: Vec<_> = mirror.store().secrets.keys().map(|k| k.1.clone()).collect();
+    assert_eq!(names, ["both"]);
+    list(&mut mirror, tokens, Vec::new());
+    assert!(mirror.store().secrets.is_empty());
 }

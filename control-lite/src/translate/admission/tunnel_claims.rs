@@ -29,7 +29,7 @@
 //! surrenders it), though it is itself refused. Start at [`arbitrate`].
 
 use super::Seniority;
-use crate::model::{GatewayAddress, Secret};
+use crate::model::{GatewayAddress, Secret, TUNNEL_TOKEN_LABEL};
 use crate::store::{NamespacedName, Store};
 use crate::translate::Proof;
 use crate::translate::certificates::{SecretValueError, secret_value};
@@ -69,7 +69,12 @@ pub(crate) fn read_token(
     let secret: &Secret = store
         .secrets
         .get(&(namespace.to_owned(), name.to_owned()))
-        .ok_or_else(|| format!("Secret {namespace}/{name} with the tunnel token not found"))?;
+        .ok_or_else(|| {
+            format!(
+                "Secret {namespace}/{name} with the tunnel token not found (in a cluster it \
+                 needs the label {TUNNEL_TOKEN_LABEL})"
+            )
+        })?;
     let bytes = secret_value(secret, key).map_err(|error| match error {
         SecretValueError::Missing => format!("Secret {namespace}/{name} has no key {key:?}"),
         SecretValueError::NotBase64 => {
