@@ -17,12 +17,12 @@ use culvert_control_lite::store::NamespacedName;
 use tokio::sync::watch;
 
 use crate::cluster::{Cluster, ClusterError, PlaneCredentials};
-use crate::planes::DesiredPlane;
+use crate::planes::{DesiredPlane, Wanted};
 use crate::push::{PlaneKey, PlaneTarget, Pusher};
 use crate::render::{self, Image, PlaneNames, PlaneSecrets, PlaneSpec, PodPeer};
 
 /// The dedicated planes of the latest translation (`None` before the first).
-pub type Desired = Option<Arc<BTreeMap<NamespacedName, DesiredPlane>>>;
+pub type Desired = Option<Arc<Wanted>>;
 
 /// What the controller knows about itself.
 #[derive(Debug, Clone)]
@@ -48,6 +48,8 @@ pub struct Pass {
     pub failed: BTreeMap<NamespacedName, String>,
     /// Objects of unwanted planes deleted.
     pub deleted: usize,
+    /// Planes held as they are (their configuration stopped resolving).
+    pub held: BTreeSet<NamespacedName>,
 }
 
 /// A plane whose objects were applied, with what its pushes need.
@@ -85,8 +87,8 @@ impl Feeder {
 
     /// Points the pusher at the planes a pass applied, each with its config, pods,
     /// token, CA and server name, and stops pushing to planes no longer wanted. A
-    /// plane that failed this pass keeps its last target, so a passing API error
-    /// does not stop its pushes. Returns the planes whose target was refused.
+    /// plane that failed this pass, or is held, keeps its last target, so a passing
+    /// API error does not stop its pushes and a held plane keeps its last config. Returns the planes whose target was refused.
     pub fn feed(&mut self, applied: &[Applied], pass: &Pass) -> Vec<(PlaneKey, String)> {
         let mut refused = Vec::new();
         let mut wanted = BTreeSet::new();
@@ -105,7 +107,7 @@ impl Feeder {
                 refused.push((key, error.to_string()));
             }
         }
-        for (namespace, name) in pass.failed.keys() {
+        for (namespace, name) in pass.failed.keys().chain(&pass.held) {
             let key = PlaneKey::new(namespace, name);
             if self.pushing.contains(&key) {
                 wanted.insert(key);
@@ -151,13 +153,17 @@ pub async fn run(
     }
 }
 
-/// One pass over `planes`.
+/// One pass over what `wanted` says.
 pub async fn reconcile(
     cluster: &Cluster,
     settings: &Settings,
-    planes: &BTreeMap<NamespacedName, DesiredPlane>,
+    wanted: &Wanted,
 ) -> (Vec<Applied>, Pass) {
-    let mut pass = Pass::default();
+    let planes = &wanted.planes;
+    let mut pass = Pass {
+        held: wanted.held.clone(),
+        ..Pass::default()
+    };
     let mut applied = Vec::new();
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -173,6 +179,13 @@ pub async fn reconcile(
     };
     let mut keep = BTreeSet::new();
     let mut keep_autoscalers = BTreeSet::new();
+    // A held plane keeps every object it has, untouched.
+    for key in &wanted.held {
+        let names = PlaneNames::new(&key.1);
+        keep.insert((key.0.clone(), names.workload.clone()));
+        keep.insert((key.0.clone(), names.config_service.clone()));
+        keep_autoscalers.insert((key.0.clone(), names.workload));
+    }
     for (key, plane) in planes {
         let names = PlaneNames::new(&key.1);
         // Whatever happens to it this pass, a wanted plane's objects stay.

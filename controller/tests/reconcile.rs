@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use culvert_controller::cluster::{AUTHORITY_SECRET, Cluster, FIELD_MANAGER};
-use culvert_controller::planes;
+use culvert_controller::planes::{self, Wanted};
 use culvert_controller::render::{Image, PodPeer, PullPolicy, SECRETS_HASH_ANNOTATION};
 use culvert_controller::run::{Desired, Settings, reconcile, run};
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
@@ -36,7 +36,7 @@ fn settings() -> Settings {
             namespace: "culvert-system".to_owned(),
             labels: BTreeMap::from([("app.kubernetes.io/name".to_owned(), "culvert".to_owned())]),
         },
-        tunnel_edges: Vec::new(),
+        tunnel_edges: vec!["127.0.0.1:7844".to_owned()],
         resync: Duration::from_millis(300),
     }
 }
@@ -57,8 +57,15 @@ fn objects() -> Vec<Value> {
     );
     objects.push(
         json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
-        "metadata": {"name": "own", "namespace": "default"}, "spec": {"replicas": 2}}),
+        "metadata": {"name": "own", "namespace": "default"},
+        "spec": {"replicas": 2, "tunnel": {"tokenRef": {"name": "edge-tunnel"}}}}),
     );
+    // A connector token for tunnel 6ff42ae2-765d-4adf-8112-31c55c1551ef, labelled so
+    // the source sees it.
+    objects.push(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "edge-tunnel", "namespace": "default",
+                     "labels": {"culvert.dev/tunnel-token": "true"}},
+        "data": {"token": "ZXlKaElqb2lNREV5TXpRMU5qYzRPV0ZpWTJSbFpqQXhNak0wTlRZM09EbGhZbU5rWldZaUxDSjBJam9pTm1abU5ESmhaVEl0TnpZMVpDMDBZV1JtTFRneE1USXRNekZqTlRWak1UVTFNV1ZtSWl3aWN5STZJbU15Vm1wamJWWXdURmhPYkZrelNteGtRekY2V2xkT2VWcFlVWFJqTWxacVkyMVdNRXhZVG14WmR6MDlJbjA9"}}));
     objects
 }
 
@@ -99,7 +106,7 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     config.kubeconfig = Some(kubeconfig.clone());
     config.addresses = vec!["192.0.2.1".to_owned()];
     config.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        hook_tx.send_replace(Some(Arc::new(planes::desired(store, translation))));
+        hook_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
     })));
     let _source = KubernetesSource::start(config).unwrap();
     let client = culvert_kubernetes::client::connect(Some(&kubeconfig))
@@ -236,6 +243,27 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
                                   "spec": {"containers": [{"name": "x", "image": "x"}]}}}}))
         .unwrap();
 
+    // The token Secret deleted: the Gateway is refused for its own parameters,
+    // and its running plane is held as it is, not removed.
+    server
+        .delete("v1", "Secret", Some("default"), "edge-tunnel")
+        .unwrap();
+    let held = loop {
+        let (_, pass) = tokio::time::timeout(Duration::from_secs(15), passes.recv())
+            .await
+            .expect("no pass held the plane")
+            .unwrap();
+        if !pass.held.is_empty() {
+            break pass;
+        }
+    };
+    assert!(
+        held.held
+            .contains(&("default".to_owned(), "edge".to_owned()))
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(deployment().is_some(), "a held plane keeps running");
+
     // Back to the shared plane: the rendered objects go, the Secrets stay.
     dedicated(&server, false);
     eventually("the Deployment is removed", || deployment().is_none()).await;
@@ -269,7 +297,7 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
 
     // One pass by hand over the same desired state writes what it must and
     // fails nothing.
-    let (_, pass) = reconcile(&cluster, &settings(), &BTreeMap::new()).await;
+    let (_, pass) = reconcile(&cluster, &settings(), &Wanted::default()).await;
     assert!(pass.failed.is_empty());
     stop_tx.send_replace(true);
     loop_task.await.unwrap();

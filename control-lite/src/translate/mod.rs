@@ -101,6 +101,10 @@ pub enum PlaneRefusal {
     TunnelClaimRejected,
     /// Its namespace is at the class's `maxDataPlanesPerNamespace`.
     DataPlaneQuotaExceeded,
+    /// Its own GatewayConfig or tunnel token does not resolve (a Secret deleted,
+    /// say): it takes no new config, but a plane already running keeps serving the
+    /// last one it was given.
+    ConfigUnresolved,
 }
 
 impl PlaneRefusal {
@@ -109,6 +113,7 @@ impl PlaneRefusal {
         match self {
             Self::TunnelClaimRejected => "TunnelClaimRejected",
             Self::DataPlaneQuotaExceeded => "DataPlaneQuotaExceeded",
+            Self::ConfigUnresolved => "InvalidParameters",
         }
     }
 }

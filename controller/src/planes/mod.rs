@@ -6,15 +6,18 @@
 //!
 //! A Gateway admission refused (a contested tunnel, a namespace over its cap) has
 //! no plane in the translation, so it is simply not here: its rendered objects are
-//! removed like those of a Gateway that went back to the shared plane.
+//! removed like those of a Gateway that went back to the shared plane. One
+//! refused because its own configuration stopped resolving (its token Secret
+//! deleted, say) is [held](Wanted::held) instead: no new config reaches it, but
+//! its running plane keeps the last one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use culvert_control_lite::model::GatewayConfigSpec;
 use culvert_control_lite::store::{NamespacedName, Store};
-use culvert_control_lite::translate::{DataPlaneId, Translation};
+use culvert_control_lite::translate::{DataPlaneId, PlaneRefusal, Translation};
 use culvert_router::DataPlaneConfig;
 
 use crate::render::{CONFIG_API_PORT, GatewayRef, PlaneNames};
@@ -30,6 +33,29 @@ pub struct DesiredPlane {
     pub data_plane: Arc<DataPlaneConfig>,
     /// The config API address of each of its pods that is not terminating.
     pub pods: Vec<SocketAddr>,
+}
+
+/// What the controller should run after one translation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Wanted {
+    /// The planes to render and push to.
+    pub planes: BTreeMap<NamespacedName, DesiredPlane>,
+    /// Gateways whose configuration stopped resolving: their running plane stays
+    /// as it is, with the last config it was given.
+    pub held: BTreeSet<NamespacedName>,
+}
+
+/// The planes of `translation` and the Gateways held back.
+pub fn wanted(store: &Store, translation: &Translation) -> Wanted {
+    Wanted {
+        planes: desired(store, translation),
+        held: translation
+            .refused_planes
+            .iter()
+            .filter(|(_, refusal)| **refusal == PlaneRefusal::ConfigUnresolved)
+            .map(|(key, _)| key.clone())
+            .collect(),
+    }
 }
 
 /// Every dedicated plane of `translation`, by Gateway.

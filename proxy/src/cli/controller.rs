@@ -158,7 +158,7 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
     lease.retry = (args.lease_duration / 7).max(Duration::from_millis(200));
     config.lease = Some(lease);
     config.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        desired_tx.send_replace(Some(Arc::new(planes::desired(store, translation))));
+        desired_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
     })));
     let overlay_summaries = summaries.clone();
     config.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {

@@ -99,6 +99,11 @@ pub(crate) fn admit(
         let state = &mut states[*index];
         let claim = claim_of.get(index).map(|&c| (&claims[c], &outcomes[c]));
         let refusal = match (claim, over_cap) {
+            (Some((claim, Outcome::Refuse(message))), _) if claim.tunnel.is_err() => Some((
+                PlaneRefusal::ConfigUnresolved,
+                Verdict::no(reason::INVALID_PARAMETERS, message.clone()),
+                reason::INVALID_PARAMETERS,
+            )),
             (Some((_, Outcome::Refuse(message))), _) => Some((
                 PlaneRefusal::TunnelClaimRejected,
                 Verdict::no(reason::INVALID_PARAMETERS, message.clone()),

@@ -458,8 +458,15 @@ fn a_missing_or_broken_token_names_the_secret_and_never_the_token() {
             "{message}"
         );
         assert!(!served(&t, "team-a", name), "{name}");
+        // Its own parameters are at fault, not a contest: the routes say so, and
+        // the refusal lets a plane already running keep its last config.
         let route = route_conditions(&t, "team-a", name);
-        assert_eq!(route[0].reason, "TunnelClaimRejected", "{name}");
+        assert_eq!(route[0].reason, "InvalidParameters", "{name}");
+        assert_eq!(
+            t.refused_planes[&("team-a".to_owned(), name.to_owned())],
+            PlaneRefusal::ConfigUnresolved,
+            "{name}"
+        );
     }
 }
 
