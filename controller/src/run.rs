@@ -5,6 +5,11 @@
 //! and removes the objects of planes no longer wanted. Only while this process
 //! leads: a follower watches and waits.
 //!
+//! Between full passes (every resync, and on becoming leader), a pass touches the
+//! API server only for planes whose Gateway or GatewayConfig changed, or whose
+//! set changed: a route change, which alters only what a plane serves, costs no
+//! API request, only the push ([`Memory`]).
+//!
 //! One plane that fails (a Secret missing, a render refusal, an API error) is
 //! logged and retried on the next pass; it never stops the others. Start at
 //! [`run`].
@@ -17,6 +22,7 @@ use culvert_control_lite::store::NamespacedName;
 use tokio::sync::watch;
 
 use crate::cluster::{Cluster, ClusterError, PlaneCredentials};
+use crate::credentials::Authority;
 use crate::planes::{DesiredPlane, Wanted};
 use crate::push::{PlaneKey, PlaneTarget, Pusher};
 use crate::render::{self, Image, PlaneNames, PlaneSecrets, PlaneSpec, PodPeer};
@@ -121,6 +127,24 @@ impl Feeder {
     }
 }
 
+/// What earlier passes applied: enough to hand the pushes a plane whose Gateway
+/// and GatewayConfig have not changed without asking the API server again.
+#[derive(Debug, Default)]
+pub struct Memory {
+    authority: Option<Authority>,
+    planes: BTreeMap<NamespacedName, (DesiredPlane, PlaneCredentials)>,
+    held: BTreeSet<NamespacedName>,
+}
+
+impl Memory {
+    /// The credentials applied for `plane` when its Gateway and GatewayConfig are
+    /// as they were.
+    fn unchanged(&self, key: &NamespacedName, plane: &DesiredPlane) -> Option<&PlaneCredentials> {
+        let (before, credentials) = self.planes.get(key)?;
+        (before.gateway == plane.gateway && before.config == plane.config).then_some(credentials)
+    }
+}
+
 /// Runs passes until `stop` turns true; `on_pass` sees each pass's applied planes
 /// (the pushes start from there) and what it did.
 pub async fn run(
@@ -131,33 +155,50 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
     mut on_pass: impl FnMut(&[Applied], &Pass),
 ) {
+    let mut memory = Memory::default();
+    // When the last full pass ran; `None` forces one (first pass, new leader).
+    let mut last_full: Option<tokio::time::Instant> = None;
     loop {
         if *stop.borrow() {
             return;
         }
         let current = desired.borrow_and_update().clone();
         let leading = *leader.borrow_and_update();
+        if !leading {
+            last_full = None;
+        }
         if let (Some(planes), true) = (current, leading) {
-            let (applied, pass) = Box::pin(reconcile(&cluster, &settings, &planes)).await;
+            let full = last_full.is_none_or(|at| at.elapsed() >= settings.resync);
+            let (applied, pass) =
+                Box::pin(reconcile(&cluster, &settings, &planes, &mut memory, full)).await;
+            if full {
+                last_full = Some(tokio::time::Instant::now());
+            }
             for (plane, why) in &pass.failed {
                 tracing::warn!(gateway = %format!("{}/{}", plane.0, plane.1), error = %why, "dedicated plane not reconciled");
             }
             on_pass(&applied, &pass);
         }
+        let next_full = last_full.map_or(settings.resync, |at| {
+            settings.resync.saturating_sub(at.elapsed())
+        });
         tokio::select! {
             _ = desired.changed() => {}
             _ = leader.changed() => {}
             _ = stop.changed() => {}
-            () = tokio::time::sleep(settings.resync) => {}
+            () = tokio::time::sleep(next_full) => {}
         }
     }
 }
 
-/// One pass over what `wanted` says.
+/// One pass over what `wanted` says. A `full` pass reads and applies everything;
+/// otherwise planes `memory` holds unchanged are handed on as they were.
 pub async fn reconcile(
     cluster: &Cluster,
     settings: &Settings,
     wanted: &Wanted,
+    memory: &mut Memory,
+    full: bool,
 ) -> (Vec<Applied>, Pass) {
     let planes = &wanted.planes;
     let mut pass = Pass {
@@ -168,15 +209,25 @@ pub async fn reconcile(
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let authority = match Box::pin(cluster.authority(&settings.namespace, now)).await {
-        Ok(authority) => authority,
-        Err(error) => {
-            for key in planes.keys() {
-                pass.failed.insert(key.clone(), error.to_string());
+    let cached = memory.authority.clone().filter(|_| !full);
+    let authority = match cached {
+        Some(authority) => authority,
+        None => match Box::pin(cluster.authority(&settings.namespace, now)).await {
+            Ok(authority) => {
+                memory.authority = Some(authority.clone());
+                authority
             }
-            return (applied, pass);
-        }
+            Err(error) => {
+                for key in planes.keys() {
+                    pass.failed.insert(key.clone(), error.to_string());
+                }
+                return (applied, pass);
+            }
+        },
     };
+    let same_set = memory.held == wanted.held
+        && memory.planes.len() == planes.len()
+        && planes.keys().all(|key| memory.planes.contains_key(key));
     let mut keep = BTreeSet::new();
     let mut keep_autoscalers = BTreeSet::new();
     // A held plane keeps every object it has, untouched.
@@ -194,24 +245,37 @@ pub async fn reconcile(
         if plane.config.autoscaling.is_some() {
             keep_autoscalers.insert((key.0.clone(), names.workload.clone()));
         }
-        match Box::pin(apply_plane(cluster, settings, plane, &authority, now)).await {
-            Ok(done) => {
+        let remembered = memory.unchanged(key, plane).filter(|_| !full).cloned();
+        let outcome = match remembered {
+            Some(credentials) => Ok(credentials),
+            None => Box::pin(apply_plane(cluster, settings, plane, &authority, now)).await,
+        };
+        match outcome {
+            Ok(credentials) => {
                 pass.applied += 1;
+                memory
+                    .planes
+                    .insert(key.clone(), (plane.clone(), credentials.clone()));
                 applied.push(Applied {
                     server_name: names.config_server_name(&key.0),
                     ca_pem: authority.certificate_pem.clone(),
                     plane: plane.clone(),
-                    credentials: done,
+                    credentials,
                 });
             }
             Err(error) => {
+                memory.planes.remove(key);
                 pass.failed.insert(key.clone(), error);
             }
         }
     }
-    match Box::pin(cluster.prune(&keep, &keep_autoscalers)).await {
-        Ok(deleted) => pass.deleted = deleted,
-        Err(error) => tracing::warn!(%error, "removing unwanted plane objects failed"),
+    memory.planes.retain(|key, _| planes.contains_key(key));
+    memory.held.clone_from(&wanted.held);
+    if full || !same_set {
+        match Box::pin(cluster.prune(&keep, &keep_autoscalers)).await {
+            Ok(deleted) => pass.deleted = deleted,
+            Err(error) => tracing::warn!(%error, "removing unwanted plane objects failed"),
+        }
     }
     (applied, pass)
 }
@@ -220,7 +284,7 @@ async fn apply_plane(
     cluster: &Cluster,
     settings: &Settings,
     plane: &DesiredPlane,
-    authority: &crate::credentials::Authority,
+    authority: &Authority,
     now: u64,
 ) -> Result<PlaneCredentials, String> {
     let credentials = Box::pin(cluster.credentials(plane, authority, now))

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use culvert_controller::cluster::{AUTHORITY_SECRET, Cluster, FIELD_MANAGER};
 use culvert_controller::planes::{self, Wanted};
 use culvert_controller::render::{Image, PodPeer, PullPolicy, SECRETS_HASH_ANNOTATION};
-use culvert_controller::run::{Desired, Settings, reconcile, run};
+use culvert_controller::run::{Desired, Memory, Settings, reconcile, run};
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use culvert_kubernetes::{KubernetesSource, SourceConfig, TranslationHook};
 use serde_json::{Value, json};
@@ -297,7 +297,8 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
 
     // One pass by hand over the same desired state writes what it must and
     // fails nothing.
-    let (_, pass) = reconcile(&cluster, &settings(), &Wanted::default()).await;
+    let mut memory = Memory::default();
+    let (_, pass) = reconcile(&cluster, &settings(), &Wanted::default(), &mut memory, true).await;
     assert!(pass.failed.is_empty());
     stop_tx.send_replace(true);
     loop_task.await.unwrap();
