@@ -258,6 +258,23 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.json()["service"], "web");
     let first = plane_config(pods[0], &credentials).await.unwrap();
+    // Status says how far the pushes got: on the Gateway (with the version) and
+    // on the route's entry for it, the refusing pod named by what it answers.
+    until(
+        "the Gateway reports the refusing pod",
+        Duration::from_secs(20),
+        async || {
+            pushed(&server, "Gateway", "edge").is_some_and(|(status, reason, message)| {
+                status == "False"
+                    && reason == "Pending"
+                    && message.starts_with("pushes to 1 of 2 pods fail (unauthorized)")
+                    && message.contains("config version")
+            }) && pushed(&server, "HTTPRoute", "web").is_some_and(|(status, _, message)| {
+                status == "False" && message == "pushes to 1 of 2 pods fail (unauthorized)"
+            })
+        },
+    )
+    .await;
 
     // A route change reaches the pod that accepts pushes, under a newer version,
     // while the other one keeps refusing.

@@ -7,16 +7,18 @@
 //!
 //! `ProxyConfigPushed`:
 //!
-//! - `True`, reason `Pushed`: every pod of the plane serves the config;
-//! - `False`, reason `Pending`: no pod yet, or some pods not yet (a rollout, a
-//!   pod just started), failures not sustained;
+//! - `True`, reason `Pushed`: every pod serves a config and none is failing (a
+//!   push in flight, which lands within milliseconds, does not count against it);
+//! - `False`, reason `Pending`: no pod yet, a pod that serves nothing yet (just
+//!   started), or a pod failing for less than the sustained threshold;
 //! - `False`, reason `ProxyConfigPushFailed`: a pod has failed for longer than
 //!   the sustained threshold. It becomes a Warning event (on the Gateway and on
 //!   its routes) once per streak, and the next successful push clears it.
 //!
-//! Messages hold counts, the version and failure kinds, never times or
-//! addresses that change on every attempt, so the condition does not churn.
-//! `Accepted` is never touched; `Programmed` only while no pod serves the config.
+//! Messages hold counts and failure kinds, never times or addresses that change on
+//! every attempt; the Gateway's also names the config version, so a route change
+//! costs one status write there and none on the routes' entries.
+//! `Accepted` is never touched; `Programmed` only while no pod serves a config.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,7 +45,13 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries) {
         }
         let summary = summaries.get(&PlaneKey::new(&gateway.0, &gateway.1));
         let (pushed, reason, message) = verdict(summary);
-        let serving = summary.is_some_and(|s| s.current > 0);
+        let versioned = match summary {
+            Some(summary) if summary.pods > 0 => {
+                format!("{message} (config version {})", summary.version)
+            }
+            _ => message.clone(),
+        };
+        let serving = summary.is_some_and(|s| s.serving > 0);
         if let Some(status) = translation.gateways.get_mut(gateway) {
             let generation = status
                 .conditions
@@ -66,13 +74,7 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries) {
             }
             set(
                 &mut status.conditions,
-                Condition::new(
-                    PROXY_CONFIG_PUSHED,
-                    pushed,
-                    reason,
-                    message.clone(),
-                    generation,
-                ),
+                Condition::new(PROXY_CONFIG_PUSHED, pushed, reason, versioned, generation),
             );
         }
         for (key, route) in &mut translation.routes {
@@ -115,14 +117,23 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries) {
 }
 
 /// What status says about each plane of `summaries`: `(ProxyConfigPushed status,
-/// reason, message, whether a pod serves)`. Status needs writing again only when
-/// this changes, not on every push attempt.
-pub fn view(summaries: &Summaries) -> BTreeMap<PlaneKey, (bool, &'static str, String, bool)> {
+/// reason, message, version, whether a pod serves)`. Status needs writing again
+/// only when this changes, not on every push attempt.
+pub fn view(summaries: &Summaries) -> BTreeMap<PlaneKey, (bool, &'static str, String, u64, bool)> {
     summaries
         .iter()
         .map(|(key, summary)| {
             let (pushed, reason, message) = verdict(Some(summary));
-            (key.clone(), (pushed, reason, message, summary.current > 0))
+            (
+                key.clone(),
+                (
+                    pushed,
+                    reason,
+                    message,
+                    summary.version,
+                    summary.serving > 0,
+                ),
+            )
         })
         .collect()
 }
@@ -132,36 +143,50 @@ fn verdict(summary: Option<&PlaneSummary>) -> (bool, &'static str, String) {
     let Some(summary) = summary else {
         return (false, PENDING, "no push made yet".to_owned());
     };
-    if summary.pods == 0 {
+    let pods = summary.pods;
+    if pods == 0 {
         return (
             false,
             PENDING,
             "the dedicated data plane has no pods yet".to_owned(),
         );
     }
-    let counted = format!(
-        "{} of {} pods serve config version {}",
-        summary.current, summary.pods, summary.version
-    );
-    if summary.sustained {
+    let kinds = |sustained_only: bool| {
         let kinds: BTreeSet<&str> = summary
             .failing
             .iter()
-            .filter(|f| f.sustained)
+            .filter(|f| f.sustained || !sustained_only)
             .map(|f| f.error.label())
             .collect();
-        let kinds: Vec<&str> = kinds.into_iter().collect();
+        kinds.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    if summary.sustained {
+        let failing = summary.failing.iter().filter(|f| f.sustained).count();
         return (
             false,
             PUSH_FAILED,
-            format!("{counted}; pushes keep failing ({})", kinds.join(", ")),
+            format!(
+                "pushes to {failing} of {pods} pods keep failing ({})",
+                kinds(true)
+            ),
         );
     }
-    if summary.all_current() {
-        (true, PUSHED, counted)
-    } else {
-        (false, PENDING, counted)
+    if !summary.failing.is_empty() {
+        let failing = summary.failing.len();
+        return (
+            false,
+            PENDING,
+            format!("pushes to {failing} of {pods} pods fail ({})", kinds(false)),
+        );
     }
+    if summary.serving < pods {
+        return (
+            false,
+            PENDING,
+            format!("{} of {pods} pods serve a config", summary.serving),
+        );
+    }
+    (true, PUSHED, format!("all {pods} pods serve the config"))
 }
 
 /// Replaces the condition of `condition`'s type in `conditions`, or adds it.

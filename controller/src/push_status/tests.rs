@@ -54,13 +54,16 @@ fn translation() -> Translation {
     t
 }
 
-fn summary(pods: usize, current: usize, failing: usize, sustained: bool) -> PlaneSummary {
+/// A plane of `pods` pods, `serving` of which serve some config, `failing` of
+/// which fail (for longer than the threshold when `sustained`).
+fn summary(pods: usize, serving: usize, failing: usize, sustained: bool) -> PlaneSummary {
     let now = Instant::now();
     PlaneSummary {
         version: 3,
         hash: "abc".to_owned(),
         pods,
-        current,
+        current: serving.saturating_sub(1),
+        serving,
         failing: (0..failing)
             .map(|i| PodFailure {
                 pod: format!("10.0.0.{i}:8081").parse().unwrap(),
@@ -172,7 +175,19 @@ fn messages_hold_counts_and_failure_kinds_only() {
     let (_, _, message) = gateway(&t, "edge", PROXY_CONFIG_PUSHED);
     assert_eq!(
         message,
-        "1 of 3 pods serve config version 3; pushes keep failing (unauthorized)"
+        "pushes to 2 of 3 pods keep failing (unauthorized) (config version 3)"
+    );
+    // The routes' entries leave the version out, so a route change does not
+    // rewrite every route's status.
+    let route = &t.routes[&ObjectKey::new("HTTPRoute", "team", "web")];
+    let on_route = route.parents[0]
+        .conditions
+        .iter()
+        .find(|c| c.kind == PROXY_CONFIG_PUSHED)
+        .unwrap();
+    assert_eq!(
+        on_route.message,
+        "pushes to 2 of 3 pods keep failing (unauthorized)"
     );
     // The same state twice gives the same status: nothing to write.
     assert_eq!(with(Some(summary(3, 1, 2, true))).gateways, t.gateways);

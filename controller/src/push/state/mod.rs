@@ -114,6 +114,9 @@ pub struct PlaneSummary {
     pub pods: usize,
     /// How many of them report the desired hash.
     pub current: usize,
+    /// How many of them last reported serving some config (the desired one or an
+    /// older one a push is about to replace).
+    pub serving: usize,
     /// The pods whose last request failed, by address.
     pub failing: Vec<PodFailure>,
     /// Whether some pod has failed for longer than [`Timing::sustained_after`]:
@@ -190,6 +193,10 @@ impl Pod {
 
     fn is_current(&self, hash: &str) -> bool {
         matches!(&self.observed, Observed::Reported { reported, .. } if reported.hash.as_deref() == Some(hash))
+    }
+
+    fn is_serving(&self) -> bool {
+        matches!(&self.observed, Observed::Reported { reported, .. } if reported.hash.is_some())
     }
 
     fn is_sustained(&self, now: Instant, timing: &Timing) -> bool {
@@ -488,6 +495,7 @@ impl PlaneState {
                 .values()
                 .filter(|pod| pod.is_current(&self.hash))
                 .count(),
+            serving: self.pods.values().filter(|pod| pod.is_serving()).count(),
             sustained: failing.iter().any(|failure| failure.sustained),
             failing,
         }
