@@ -14,9 +14,11 @@
 //!   task per plane;
 //! - [`push_status`]: what the pushes mean for status (`ProxyConfigPushed`,
 //!   `Programmed` held until a pod serves);
-//! - [`run`]: the reconcile loop that ties them together while this process leads.
+//! - [`run`]: the reconcile loop that ties them together while this process leads;
+//! - [`serve`]: all of it assembled with the Kubernetes source, as `culvert
+//!   controller` runs it.
 //!
-//! Start at [`run::run`].
+//! Start at [`serve::start`].
 #![forbid(unsafe_code)]
 
 pub mod cluster;
@@ -27,5 +29,6 @@ pub mod push;
 pub mod push_status;
 pub mod render;
 pub mod run;
+pub mod serve;
 
 pub use error::Error;

@@ -8,20 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use culvert_controller::cluster::Cluster;
-use culvert_controller::planes;
-use culvert_controller::push::{PushSettings, Pusher, Summaries};
-use culvert_controller::push_status;
 use culvert_controller::render::{Image, PodPeer, PullPolicy};
-use culvert_controller::run::{Desired, Feeder, Settings, run as reconcile_loop};
-use culvert_kubernetes::{
-    KubernetesSource, LeaseConfig, SourceConfig, StatusOverlay, TranslationHook,
-};
+use culvert_controller::run::Settings;
+use culvert_controller::serve;
+use culvert_kubernetes::{LeaseConfig, SourceConfig};
 use culvert_router::parse_duration;
 use tokio::sync::watch;
 
@@ -68,22 +62,6 @@ pub(crate) struct ControllerArgs {
     /// Longest time between two reconciles of every plane.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     resync: Duration,
-}
-
-/// Bumps `wake` whenever what status says about the pushes changes (not on every
-/// push attempt), so the source writes it.
-async fn wake_on_status_change(
-    mut summaries: watch::Receiver<Summaries>,
-    wake: watch::Sender<u64>,
-) {
-    let mut last = push_status::view(&summaries.borrow_and_update());
-    while summaries.changed().await.is_ok() {
-        let view = push_status::view(&summaries.borrow_and_update());
-        if view != last {
-            last = view;
-            wake.send_modify(|n| *n += 1);
-        }
-    }
 }
 
 fn parse_pull_policy(text: &str) -> Result<PullPolicy, String> {
@@ -139,73 +117,32 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
         resync: args.resync,
     };
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("building the controller runtime")?;
-    // The pusher's plane tasks run on this runtime, driven below.
-    let entered = runtime.enter();
-    let pusher = Pusher::new(PushSettings::default()).context("starting the config pushes")?;
-    let summaries = pusher.subscribe();
-    drop(entered);
-
-    let (desired_tx, desired) = watch::channel::<Desired>(None);
-    let (wake_tx, wake) = watch::channel(0_u64);
     let mut config = SourceConfig::new(&args.controller_name);
     config.kubeconfig.clone_from(&args.kubeconfig);
     let mut lease = LeaseConfig::new(&namespace, &args.lease_name, &identity);
     lease.duration = args.lease_duration;
     lease.retry = (args.lease_duration / 7).max(Duration::from_millis(200));
     config.lease = Some(lease);
-    config.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        desired_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
-    })));
-    let overlay_summaries = summaries.clone();
-    config.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {
-        push_status::overlay(translation, &overlay_summaries.borrow());
-    })));
-    config.status_wake = Some(wake);
-    let source = KubernetesSource::start(config).context("connecting to Kubernetes")?;
-    let leader = source.leader();
 
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the controller runtime")?;
     runtime.block_on(async {
         let mut signals = Signals::new()?;
-        let client = culvert_kubernetes::client::connect(args.kubeconfig.as_deref())
-            .await
-            .context("connecting to Kubernetes")?;
-        tokio::spawn(wake_on_status_change(summaries, wake_tx));
-        let (stop_tx, stop) = watch::channel(false);
-        let mut feeder = Feeder::new(pusher);
-        let reconcile = reconcile_loop(
-            Cluster::new(client),
-            settings,
-            desired,
-            leader,
-            stop,
-            move |applied, pass| {
-                tracing::debug!(
-                    planes = applied.len(),
-                    deleted = pass.deleted,
-                    failed = pass.failed.len(),
-                    "reconciled"
-                );
-                for (plane, error) in feeder.feed(applied, pass) {
-                    tracing::warn!(%plane, %error, "plane not pushed to");
-                }
-            },
-        );
+        let controller = serve::start(settings, config).await?;
         eprintln!("culvert: controller watching Kubernetes");
-        tokio::pin!(reconcile);
+        let (stop_tx, stop) = watch::channel(false);
+        let running = controller.run(stop);
+        tokio::pin!(running);
         tokio::select! {
-            () = &mut reconcile => {}
+            () = &mut running => {}
             () = signals.next() => {
                 stop_tx.send_replace(true);
-                reconcile.await;
+                running.await;
             }
         }
         anyhow::Ok(())
     })?;
-    // Stops the watches and hands the Lease on.
-    drop(source);
     Ok(Outcome::success(String::new()))
 }

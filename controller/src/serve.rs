@@ -1,0 +1,136 @@
+//! `culvert controller` assembled: the Kubernetes source (its watches, Lease and
+//! status writes), the translation hook that yields the [`Wanted`] planes, the
+//! reconcile loop, the [`Pusher`] fed by each pass, and the status overlay that
+//! puts the pushes into Gateway and route status (written again only when what it
+//! says changes). [`start`] connects and starts the source; [`Controller::run`]
+//! drives the rest on the caller's runtime until a stop.
+
+use std::sync::Arc;
+
+use culvert_kubernetes::{KubernetesSource, SourceConfig, StatusOverlay, TranslationHook};
+use tokio::sync::watch;
+
+use crate::cluster::Cluster;
+use crate::planes::{self, Wanted};
+use crate::push::{PushSettings, Pusher, Summaries};
+use crate::push_status;
+use crate::run::{Desired, Feeder, Settings, run};
+
+/// Why the controller could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The cluster could not be reached, or the source not started.
+    #[error("connecting to Kubernetes: {0}")]
+    Kubernetes(#[from] culvert_kubernetes::Error),
+    /// The pusher could not start (outside a Tokio runtime).
+    #[error("starting the config pushes: {0}")]
+    Push(#[from] crate::Error),
+}
+
+/// A started controller: watching, not yet reconciling.
+pub struct Controller {
+    source: KubernetesSource,
+    cluster: Cluster,
+    settings: Settings,
+    pusher: Pusher,
+    desired: watch::Receiver<Desired>,
+    wake: watch::Sender<u64>,
+}
+
+/// Connects with `source` (its `on_translation`, `status_overlay` and
+/// `status_wake` are the controller's own) and starts the watches. Call inside a
+/// Tokio runtime: the pushes run on it.
+pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Controller, StartError> {
+    let pusher = Pusher::new(PushSettings::default())?;
+    let summaries = pusher.subscribe();
+    let (desired_tx, desired) = watch::channel::<Desired>(None);
+    let (wake, wake_rx) = watch::channel(0_u64);
+    source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
+        desired_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
+    })));
+    source.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {
+        push_status::overlay(translation, &summaries.borrow());
+    })));
+    source.status_wake = Some(wake_rx);
+    let kubeconfig = source.kubeconfig.clone();
+    let source = tokio::task::spawn_blocking(move || KubernetesSource::start(source))
+        .await
+        .map_err(|error| {
+            culvert_kubernetes::Error::Runtime(std::io::Error::other(error.to_string()))
+        })??;
+    let client = culvert_kubernetes::client::connect(kubeconfig.as_deref()).await?;
+    Ok(Controller {
+        source,
+        cluster: Cluster::new(client),
+        settings,
+        pusher,
+        desired,
+        wake,
+    })
+}
+
+impl Controller {
+    /// The planes the latest translation wants.
+    pub fn wanted(&self) -> Option<Arc<Wanted>> {
+        self.desired.borrow().clone()
+    }
+
+    /// The push summaries, as they change.
+    pub fn summaries(&self) -> watch::Receiver<Summaries> {
+        self.pusher.subscribe()
+    }
+
+    /// Reconciles and pushes until `stop` turns true, then stops the watches and
+    /// hands the Lease on.
+    pub async fn run(self, stop: watch::Receiver<bool>) {
+        let Self {
+            source,
+            cluster,
+            settings,
+            pusher,
+            desired,
+            wake,
+        } = self;
+        let waker = tokio::spawn(wake_on_status_change(pusher.subscribe(), wake));
+        let mut feeder = Feeder::new(pusher);
+        run(
+            cluster,
+            settings,
+            desired,
+            source.leader(),
+            stop,
+            move |applied, pass| {
+                tracing::debug!(
+                    planes = applied.len(),
+                    deleted = pass.deleted,
+                    failed = pass.failed.len(),
+                    "reconciled"
+                );
+                for (plane, error) in feeder.feed(applied, pass) {
+                    tracing::warn!(%plane, %error, "plane not pushed to");
+                }
+            },
+        )
+        .await;
+        waker.abort();
+        // Dropping the source joins its thread: off the runtime's thread.
+        let _ = tokio::task::spawn_blocking(move || drop(source)).await;
+    }
+}
+
+/// Bumps `wake` whenever what status says about the pushes changes (not on every
+/// push attempt), so the source writes it.
+async fn wake_on_status_change(
+    mut summaries: watch::Receiver<Summaries>,
+    wake: watch::Sender<u64>,
+) {
+    let mut last = push_status::view(&summaries.borrow_and_update());
+    while summaries.changed().await.is_ok() {
+        let view = push_status::view(&summaries.borrow_and_update());
+        if view != last {
+            last = view;
+            wake.send_modify(|n| *n += 1);
+        }
+    }
+}
