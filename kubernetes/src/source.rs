@@ -429,6 +429,9 @@ impl Sync {
         if outcome.written > 0 {
             tracing::debug!(written = outcome.written, "status written");
         }
+        for (key, stored) in outcome.stored {
+            self.mirror.note_written(key, stored);
+        }
         let malformed: Vec<(ObjectKey, String)> = self
             .mirror
             .malformed()

@@ -24,13 +24,16 @@ const CONFLICT_ATTEMPTS: u32 = 5;
 const CONFLICT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// How a round of status writes went.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Outcome {
     /// Statuses written.
     pub written: usize,
     /// Objects whose write failed for a reason other than their deletion; the
     /// round should be retried.
     pub failed: usize,
+    /// Each written object as the server answered the write: the caller records
+    /// it, so a round before the watch reports the write does not write again.
+    pub stored: Vec<(ObjectKey, Observed)>,
 }
 
 /// Writes every status that differs from the stored one.
@@ -62,8 +65,9 @@ pub async fn write_all(
         )
         .await
         {
-            Ok(Some(written)) => {
+            Ok(Some((written, stored))) => {
                 outcome.written += 1;
+                outcome.stored.push((key.clone(), stored));
                 for (reason, message) in
                     status::refusals(translation, &key, &written, controller_name)
                 {
@@ -83,8 +87,9 @@ pub async fn write_all(
 }
 
 /// Writes one status; on 409 re-reads the object and tries again. Returns the
-/// status written, or `None` when nothing needed writing after all (the object is
-/// gone, or a re-read showed the status already right).
+/// status written and the object as stored after the write, or `None` when nothing
+/// needed writing after all (the object is gone, or a re-read showed the status
+/// already right).
 async fn write_one(
     client: &Client,
     translation: &Translation,
@@ -92,7 +97,7 @@ async fn write_one(
     mut observed: Observed,
     mut wanted: Value,
     controller_name: &str,
-) -> Result<Option<Value>, kube::Error> {
+) -> Result<Option<(Value, Observed)>, kube::Error> {
     let Some(kind) = by_kind(&key.kind) else {
         return Ok(None);
     };
@@ -112,7 +117,15 @@ async fn write_one(
             .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => return Ok(Some(wanted)),
+            Ok(object) => {
+                let stored = Observed {
+                    resource_version: object.metadata.resource_version.clone().unwrap_or_default(),
+                    generation: object.metadata.generation.unwrap_or(observed.generation),
+                    status: object.data.get("status").cloned().unwrap_or(Value::Null),
+                    uid: object.metadata.uid.clone().or(observed.uid),
+                };
+                return Ok(Some((wanted, stored)));
+            }
             Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
             Err(kube::Error::Api(status)) if status.code == 409 && attempt < CONFLICT_ATTEMPTS => {
                 tokio::time::sleep(backoff).await;

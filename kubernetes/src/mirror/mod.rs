@@ -69,6 +69,15 @@ impl Mirror {
         &self.observed
     }
 
+    /// Records `key` as a status write left it (the server's answer), until its
+    /// watch reports the write: a status written in between compares with what
+    /// is stored, not with what was.
+    pub fn note_written(&mut self, key: ObjectKey, stored: Observed) {
+        if let Some(observed) = self.observed.get_mut(&key) {
+            *observed = stored;
+        }
+    }
+
     /// Objects left out because they do not decode, with the reason.
     pub fn malformed(&self) -> &BTreeMap<ObjectKey, String> {
         &self.malformed
