@@ -169,6 +169,13 @@ pub async fn run(
         }
         if let (Some(planes), true) = (current, leading) {
             let full = last_full.is_none_or(|at| at.elapsed() >= settings.resync);
+            if full && last_full.is_some() {
+                // A full pass takes a request per object of every plane: first
+                // hand the pushes what changed, so no route change waits for it.
+                let (applied, pass) =
+                    Box::pin(reconcile(&cluster, &settings, &planes, &mut memory, false)).await;
+                on_pass(&applied, &pass);
+            }
             let (applied, pass) =
                 Box::pin(reconcile(&cluster, &settings, &planes, &mut memory, full)).await;
             if full {
