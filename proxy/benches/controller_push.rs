@@ -21,6 +21,10 @@
     reason = "benchmark harness"
 )]
 
+#[path = "support/args.rs"]
+mod args;
+
+use args::arg;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;
@@ -41,14 +45,6 @@ use tokio::sync::watch;
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 const GW: &str = "gateway.networking.k8s.io/v1";
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn namespace(plane: usize) -> String {
     format!("team-{plane}")

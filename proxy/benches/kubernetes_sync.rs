@@ -19,6 +19,10 @@
 #[path = "../../router/benches/support/counting.rs"]
 mod counting;
 
+#[path = "support/args.rs"]
+mod args;
+
+use args::arg;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -37,14 +41,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn route(index: usize, host: &str) -> Value {
     fixtures::http_route(&format!("route-{index}"), host)

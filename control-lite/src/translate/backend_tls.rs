@@ -26,7 +26,7 @@ use culvert_router::config::{BackendClientCertificate, BackendTlsConfig};
 use rustls_pki_types::ServerName;
 
 use super::certificates::tls_pair;
-use super::client_validation::read_ca_bundle;
+use super::client_validation::{join_bundles, read_ca_bundle};
 use super::conditions::{ACCEPTED, RESOLVED_REFS, Verdict, reason};
 use super::gateways::GatewayState;
 use super::planes::RouteState;
@@ -170,10 +170,8 @@ fn settings(
 /// the policy is honoured with those; with none it is not.
 fn ca_bundle(store: &Store, policy: &BackendTlsPolicy) -> Result<String, (Verdict, Verdict)> {
     let namespace = policy.metadata.namespace();
-    let mut bundle = String::new();
-    let mut unresolved = None;
-    for reference in &policy.spec.validation.ca_certificate_refs {
-        let read = if reference.group.is_empty() && reference.kind == "ConfigMap" {
+    let reads = policy.spec.validation.ca_certificate_refs.iter().map(|reference| {
+        if reference.group.is_empty() && reference.kind == "ConfigMap" {
             read_ca_bundle(store, namespace, &reference.name)
         } else {
             Err(Verdict::no(
@@ -183,19 +181,9 @@ fn ca_bundle(store: &Store, policy: &BackendTlsPolicy) -> Result<String, (Verdic
                     reference.group, reference.kind, reference.name
                 ),
             ))
-        };
-        match read {
-            Ok(pem) => {
-                bundle.push_str(&pem);
-                if !pem.ends_with('\n') {
-                    bundle.push('\n');
-                }
-            }
-            Err(problem) => {
-                unresolved.get_or_insert(problem);
-            }
         }
-    }
+    });
+    let (bundle, unresolved) = join_bundles(reads);
     if bundle.is_empty() {
         let unresolved = unresolved.unwrap_or_else(|| {
             Verdict::no(

@@ -59,21 +59,12 @@ pub(crate) fn for_listener(
         }
     };
     let namespace = gateway.metadata.namespace();
-    let mut bundle = String::new();
-    let mut unresolved = None;
-    for reference in &validation.ca_certificate_refs {
-        match ca_bundle(reference, namespace, store) {
-            Ok(pem) => {
-                bundle.push_str(&pem);
-                if !pem.ends_with('\n') {
-                    bundle.push('\n');
-                }
-            }
-            Err(problem) => {
-                unresolved.get_or_insert(problem);
-            }
-        }
-    }
+    let (bundle, unresolved) = join_bundles(
+        validation
+            .ca_certificate_refs
+            .iter()
+            .map(|reference| ca_bundle(reference, namespace, store)),
+    );
     if bundle.is_empty() {
         let unresolved = unresolved.unwrap_or_else(|| {
             Verdict::no(
@@ -101,6 +92,29 @@ pub(crate) fn for_listener(
         unresolved,
         refused: None,
     }
+}
+
+/// The PEM bundles that resolved, joined one after the other, and the first
+/// reference that did not.
+pub(crate) fn join_bundles(
+    reads: impl Iterator<Item = Result<String, Verdict>>,
+) -> (String, Option<Verdict>) {
+    let mut bundle = String::new();
+    let mut unresolved = None;
+    for read in reads {
+        match read {
+            Ok(pem) => {
+                bundle.push_str(&pem);
+                if !pem.ends_with('\n') {
+                    bundle.push('\n');
+                }
+            }
+            Err(problem) => {
+                unresolved.get_or_insert(problem);
+            }
+        }
+    }
+    (bundle, unresolved)
 }
 
 /// Whether any port of `gateway` validates clients with `AllowInsecureFallback`

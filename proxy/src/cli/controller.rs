@@ -15,7 +15,7 @@ use clap::Args;
 use culvert_controller::render::{Image, PodPeer, PullPolicy};
 use culvert_controller::run::Settings;
 use culvert_controller::serve;
-use culvert_kubernetes::{LeaseConfig, SourceConfig};
+use culvert_kubernetes::SourceConfig;
 use culvert_router::parse_duration;
 use tokio::sync::watch;
 
@@ -81,24 +81,12 @@ fn parse_label(text: &str) -> Result<(String, String), String> {
 }
 
 pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
-    let namespace = args
-        .namespace
-        .clone()
-        .or_else(|| std::env::var("POD_NAMESPACE").ok())
-        .unwrap_or_else(|| "culvert-system".to_owned());
+    let namespace = super::pod_namespace(args.namespace.as_deref(), "culvert-system");
     let image = args
         .image
         .clone()
         .or_else(|| std::env::var("CULVERT_IMAGE").ok())
         .context("no data-plane image: pass --image or set CULVERT_IMAGE")?;
-    let identity = args
-        .identity
-        .clone()
-        .or_else(|| std::env::var("POD_NAME").ok())
-        .unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            format!("{}-{}", host.trim(), std::process::id())
-        });
     let settings = Settings {
         namespace: namespace.clone(),
         image: Image {
@@ -119,10 +107,12 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
 
     let mut config = SourceConfig::new(&args.controller_name);
     config.kubeconfig.clone_from(&args.kubeconfig);
-    let mut lease = LeaseConfig::new(&namespace, &args.lease_name, &identity);
-    lease.duration = args.lease_duration;
-    lease.retry = (args.lease_duration / 7).max(Duration::from_millis(200));
-    config.lease = Some(lease);
+    config.lease = Some(super::lease_config(
+        &namespace,
+        &args.lease_name,
+        args.identity.as_deref(),
+        args.lease_duration,
+    ));
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -78,3 +78,33 @@ impl Command {
         }
     }
 }
+
+/// The namespace given, else the pod's own (the downward API's POD_NAMESPACE),
+/// else `fallback`.
+fn pod_namespace(given: Option<&str>, fallback: &str) -> String {
+    given
+        .map(str::to_owned)
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
+/// The Lease `namespace/name` held for `duration` (renewed every seventh of it),
+/// as `identity`, else the pod's name (POD_NAME), else the host name and process id.
+fn lease_config(
+    namespace: &str,
+    name: &str,
+    identity: Option<&str>,
+    duration: std::time::Duration,
+) -> culvert_kubernetes::LeaseConfig {
+    let identity = identity
+        .map(str::to_owned)
+        .or_else(|| std::env::var("POD_NAME").ok())
+        .unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        });
+    let mut lease = culvert_kubernetes::LeaseConfig::new(namespace, name, &identity);
+    lease.duration = duration;
+    lease.retry = (duration / 7).max(std::time::Duration::from_millis(200));
+    lease
+}

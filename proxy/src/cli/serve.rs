@@ -34,7 +34,7 @@ use super::Outcome;
 use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
-use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
+use culvert_kubernetes::{KubernetesSource, SourceConfig};
 use culvert_proxy::{
     AcmeSettings, ChallengeKind, ClientLimits, ConfigApiTlsFiles, ManifestSource, ServeConfig,
     Server,
@@ -309,22 +309,13 @@ fn kubernetes_config(args: &ServeArgs) -> SourceConfig {
     let mut config = SourceConfig::new(&args.controller_name);
     config.kubeconfig.clone_from(&args.kubeconfig);
     config.addresses = args.address.iter().cloned().collect();
-    let namespace = args
-        .lease_namespace
-        .clone()
-        .or_else(|| std::env::var("POD_NAMESPACE").ok())
-        .unwrap_or_else(|| "default".to_owned());
-    let identity = args
-        .identity
-        .clone()
-        .or_else(|| std::env::var("POD_NAME").ok())
-        .unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-            format!("{}-{}", host.trim(), std::process::id())
-        });
-    let mut lease = LeaseConfig::new(&namespace, &args.lease_name, &identity);
-    lease.duration = args.lease_duration;
-    lease.retry = (args.lease_duration / 7).max(Duration::from_millis(200));
+    let namespace = super::pod_namespace(args.lease_namespace.as_deref(), "default");
+    let lease = super::lease_config(
+        &namespace,
+        &args.lease_name,
+        args.identity.as_deref(),
+        args.lease_duration,
+    );
     config.publish_pods = args
         .publish_pods
         .clone()
