@@ -45,7 +45,6 @@ use tokio::sync::watch;
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 const GW: &str = "gateway.networking.k8s.io/v1";
 
-
 fn namespace(plane: usize) -> String {
     format!("team-{plane}")
 }

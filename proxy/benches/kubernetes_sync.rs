@@ -41,7 +41,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 
-
 fn route(index: usize, host: &str) -> Value {
     fixtures::http_route(&format!("route-{index}"), host)
 }

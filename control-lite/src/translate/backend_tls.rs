@@ -170,19 +170,24 @@ fn settings(
 /// the policy is honoured with those; with none it is not.
 fn ca_bundle(store: &Store, policy: &BackendTlsPolicy) -> Result<String, (Verdict, Verdict)> {
     let namespace = policy.metadata.namespace();
-    let reads = policy.spec.validation.ca_certificate_refs.iter().map(|reference| {
-        if reference.group.is_empty() && reference.kind == "ConfigMap" {
-            read_ca_bundle(store, namespace, &reference.name)
-        } else {
-            Err(Verdict::no(
-                reason::INVALID_KIND,
-                format!(
-                    "caCertificateRef {:?}/{} {:?} is not a core ConfigMap",
-                    reference.group, reference.kind, reference.name
-                ),
-            ))
-        }
-    });
+    let reads = policy
+        .spec
+        .validation
+        .ca_certificate_refs
+        .iter()
+        .map(|reference| {
+            if reference.group.is_empty() && reference.kind == "ConfigMap" {
+                read_ca_bundle(store, namespace, &reference.name)
+            } else {
+                Err(Verdict::no(
+                    reason::INVALID_KIND,
+                    format!(
+                        "caCertificateRef {:?}/{} {:?} is not a core ConfigMap",
+                        reference.group, reference.kind, reference.name
+                    ),
+                ))
+            }
+        });
     let (bundle, unresolved) = join_bundles(reads);
     if bundle.is_empty() {
         let unresolved = unresolved.unwrap_or_else(|| {
