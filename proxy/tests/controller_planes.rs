@@ -16,9 +16,9 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -30,22 +30,12 @@ use hyper_util::rt::TokioIo;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use support::{free_port, get, temp_dir};
+use support::{Process, free_port, get, temp_dir, until};
 
 const GW: &str = "gateway.networking.k8s.io/v1";
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 /// The config API name the controller's certificate is issued for.
 const SERVER_NAME: &str = "culvert-edge-config.default.svc";
-
-/// Kills the process on drop.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// What a plane pod runs with, from the Secrets the controller made.
 struct Credentials {
@@ -109,14 +99,6 @@ async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Val
     let response = sender.send_request(request).await.ok()?;
     let body = response.into_body().collect().await.ok()?.to_bytes();
     serde_json::from_slice(&body).ok()
-}
-
-async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
-    let start = Instant::now();
-    while !check().await {
-        assert!(start.elapsed() < limit, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn set_hostname(server: &FakeApiServer, host: &str) {

@@ -19,23 +19,13 @@ use culvert_bench::{EchoBackend, EchoConfig};
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use http::StatusCode;
 use serde_json::{Value, json};
-use support::{free_port, get, temp_dir};
+use support::{Process, free_port, get, temp_dir, until};
 
 const GW: &str = "gateway.networking.k8s.io/v1";
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 
-/// Kills the process on drop.
-struct Plane(Child);
-
-impl Drop for Plane {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_plane(kubeconfig: &Path, identity: &str) -> Plane {
-    Plane(spawn_plane(kubeconfig, identity, Stdio::null()))
+fn start_plane(kubeconfig: &Path, identity: &str) -> Process {
+    Process(spawn_plane(kubeconfig, identity, Stdio::null()))
 }
 
 fn spawn_plane(kubeconfig: &Path, identity: &str, stderr: Stdio) -> Child {
@@ -77,14 +67,6 @@ fn route(prefix: &str) -> Value {
     route["spec"]["rules"][0]["matches"] =
         json!([{"path": {"type": "PathPrefix", "value": prefix}}]);
     route
-}
-
-async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
-    let start = Instant::now();
-    while !check().await {
-        assert!(start.elapsed() < limit, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn holder(server: &FakeApiServer) -> Option<String> {
@@ -187,7 +169,7 @@ async fn an_unreachable_api_server_is_reported_on_stderr() {
     std::fs::write(&kubeconfig, text).unwrap();
     let mut child = spawn_plane(&kubeconfig, "unreachable", Stdio::piped());
     let stderr = child.stderr.take().unwrap();
-    let _plane = Plane(child);
+    let _plane = Process(child);
     let (lines, received) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -257,7 +239,7 @@ async fn the_controller_renders_a_dedicated_plane_and_stops_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut controller = Plane(child);
+    let mut controller = Process(child);
     until(
         "the plane is rendered",
         Duration::from_secs(20),

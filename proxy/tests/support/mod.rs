@@ -317,3 +317,22 @@ pub async fn proxy_with(
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     (server, SocketAddr::from(([127, 0, 0, 1], port)))
 }
+
+/// A child process, killed (and reaped) when dropped.
+pub struct Process(pub std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `check` every 100 ms until it holds; fails the test after `limit`.
+pub async fn until(what: &str, limit: std::time::Duration, mut check: impl AsyncFnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !check().await {
+        assert!(start.elapsed() < limit, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
