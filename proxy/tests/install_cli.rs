@@ -891,8 +891,11 @@ impl Drop for Reaper {
 }
 
 fn serve(args: &[&str]) -> (Reaper, SocketAddr) {
-    let port = free_port();
-    let control = SocketAddr::from(([127, 0, 0, 1], port));
+    // Each plane on a loopback address of its own: a port another test (or an
+    // outgoing connection) takes on 127.0.0.1 meanwhile cannot be mistaken for it.
+    static NEXT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+    let host = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let control = SocketAddr::from(([127, 0, 78, host], free_port()));
     let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
         .args(["serve", "--workers", "1", "--no-access-log", "--control"])
         .arg(control.to_string())
