@@ -75,6 +75,9 @@ pub struct Applied {
 pub struct Feeder {
     pusher: Pusher,
     pushing: BTreeSet<PlaneKey>,
+    /// The target each plane was last given, so a pass that changes nothing for a
+    /// plane costs it no hashing and its task no wake-up.
+    fed: BTreeMap<PlaneKey, PlaneTarget>,
 }
 
 impl Feeder {
@@ -83,6 +86,7 @@ impl Feeder {
         Self {
             pusher,
             pushing: BTreeSet::new(),
+            fed: BTreeMap::new(),
         }
     }
 
@@ -109,8 +113,17 @@ impl Feeder {
                 ca_pem: plane.ca_pem.clone(),
                 server_name: plane.server_name.clone(),
             };
-            if let Err(error) = self.pusher.set_plane(key.clone(), target) {
-                refused.push((key, error.to_string()));
+            if self.fed.get(&key) == Some(&target) {
+                continue;
+            }
+            match self.pusher.set_plane(key.clone(), target.clone()) {
+                Ok(()) => {
+                    self.fed.insert(key, target);
+                }
+                Err(error) => {
+                    self.fed.remove(&key);
+                    refused.push((key, error.to_string()));
+                }
             }
         }
         for (namespace, name) in pass.failed.keys().chain(&pass.held) {
@@ -121,6 +134,7 @@ impl Feeder {
         }
         for key in self.pushing.difference(&wanted) {
             self.pusher.remove_plane(key);
+            self.fed.remove(key);
         }
         self.pushing = wanted;
         refused

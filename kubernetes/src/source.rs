@@ -9,6 +9,7 @@
 //! trouble only delays changes: the last published config stays until a complete
 //! mirror says otherwise.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -283,7 +284,7 @@ struct Sync {
     /// The last translation, for status writes after a leadership change.
     last: Option<Translation>,
     /// Malformed objects already reported, with the message reported.
-    reported: std::collections::BTreeMap<ObjectKey, String>,
+    reported: BTreeMap<ObjectKey, String>,
     events: Events,
     stats: Arc<SyncStats>,
 }
@@ -411,7 +412,18 @@ impl Sync {
         let overlaid;
         let translation = match &self.config.status_overlay {
             Some(overlay) => {
-                let mut copy = last.clone();
+                // Status only: the data-plane configs are not the writer's and can be
+                // large, so they are not copied.
+                let mut copy = Translation {
+                    data_planes: BTreeMap::new(),
+                    gateway_classes: last.gateway_classes.clone(),
+                    gateways: last.gateways.clone(),
+                    routes: last.routes.clone(),
+                    listener_sets: last.listener_sets.clone(),
+                    backend_tls_policies: last.backend_tls_policies.clone(),
+                    gateway_planes: last.gateway_planes.clone(),
+                    refused_planes: last.refused_planes.clone(),
+                };
                 (overlay.0)(&mut copy);
                 overlaid = copy;
                 &overlaid

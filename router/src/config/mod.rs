@@ -62,12 +62,17 @@ impl DataPlaneConfig {
     /// hashes alike, so a pusher can tell a plane already serves it. It tells
     /// configs apart; it is no defence against a forged document.
     pub fn content_hash(&self) -> Result<String, serde_json::Error> {
-        let unversioned = Self {
+        let unversioned = Unversioned {
             version: 0,
-            ..self.clone()
+            listeners: &self.listeners,
+            http_routes: &self.http_routes,
+            grpc_routes: &self.grpc_routes,
+            tls_routes: &self.tls_routes,
+            certificates: &self.certificates,
         };
-        let canonical = serde_json::to_vec(&unversioned)?;
-        Ok(format!("{:016x}", fnv1a64(&canonical)))
+        let mut hasher = Fnv1a64(FNV_OFFSET);
+        serde_json::to_writer(&mut hasher, &unversioned)?;
+        Ok(format!("{:016x}", hasher.0))
     }
 
     /// Every backend the config names: rule backends of every route kind, and the
@@ -312,11 +317,50 @@ impl_route_meta!(HttpRouteConfig, GrpcRouteConfig, TlsRouteConfig);
 #[cfg(test)]
 mod tests;
 
-/// 64-bit FNV-1a: tiny and stable across releases and platforms.
+/// A [`DataPlaneConfig`] serialised as it is, but for its version: what its
+/// content hash covers, without copying the config.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Unversioned<'a> {
+    version: u64,
+    listeners: &'a [ListenerConfig],
+    http_routes: &'a [HttpRouteConfig],
+    grpc_routes: &'a [GrpcRouteConfig],
+    tls_routes: &'a [TlsRouteConfig],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    certificates: &'a [CertificateConfig],
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// 64-bit FNV-1a of `bytes` (the tests check it against reference vectors).
+#[cfg(test)]
 fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    })
+    let mut hasher = Fnv1a64(FNV_OFFSET);
+    hasher.update(bytes);
+    hasher.0
+}
+
+/// 64-bit FNV-1a, tiny and stable across releases and platforms, fed as a writer
+/// so a document is hashed as it is serialised.
+struct Fnv1a64(u64);
+
+impl Fnv1a64 {
+    fn update(&mut self, bytes: &[u8]) {
+        self.0 = bytes.iter().fold(self.0, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME)
+        });
+    }
+}
+
+impl std::io::Write for Fnv1a64 {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

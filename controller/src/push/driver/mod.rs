@@ -89,7 +89,7 @@ impl fmt::Display for PlaneKey {
 }
 
 /// What to push to one plane, and how to reach it.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct PlaneTarget {
     /// The desired config; its `version` is ignored (the pusher chooses it).
     pub config: Arc<DataPlaneConfig>,
