@@ -1,13 +1,17 @@
-//! What the controller writes to the API server for dedicated planes: the
+//! What the controller writes to the API server for its planes: the
 //! controller's CA, each plane's Secrets (a config API token it generates unless
 //! the GatewayConfig names one, the config API's serving certificate, renewed
 //! before it ends), the rendered objects by server-side apply under
 //! [`FIELD_MANAGER`] (forced, so a hand edit of a field Culvert sets is healed on
 //! the next reconcile), and the removal of rendered objects no plane wants any more.
 //!
+//! A shared plane's Secrets hold a copy of its class tunnel's token too, since
+//! the operator may keep the original in any namespace.
+//!
 //! Removal touches only objects labelled as rendered by Culvert
 //! (`app.kubernetes.io/managed-by: culvert-controller`) that still carry a
-//! controller owner reference to a Gateway: an object someone took over (by
+//! controller owner reference to a Gateway (or, for a shared plane, a
+//! GatewayClass): an object someone took over (by
 //! stripping the reference) is left alone. Secrets are never deleted; the
 //! generated token outlives a plane until its Gateway is deleted, as garbage
 //! collection then removes it with its owner.
@@ -17,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_lc_rs::digest;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use culvert_control_lite::model::TOKEN_KEY;
+use culvert_control_lite::model::{SecretKeyReference, TOKEN_KEY};
 use culvert_control_lite::store::NamespacedName;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
@@ -27,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::credentials::{Authority, CredentialError};
 use crate::planes::DesiredPlane;
-use crate::render::{MANAGED_BY, PlaneNames, SecretKey, label};
+use crate::render::{MANAGED_BY, OwnerKind, PlaneNames, SecretKey, label};
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "culvert-controller";
@@ -160,7 +164,7 @@ impl Cluster {
         now: u64,
     ) -> Result<PlaneCredentials, ClusterError> {
         let namespace = &plane.gateway.namespace;
-        let names = PlaneNames::new(&plane.gateway.name);
+        let names = plane.gateway.names();
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         let mut hashed = Vec::new();
         let (token, token_value) = match &plane.config.config_api_token_ref {
@@ -180,8 +184,8 @@ impl Cluster {
             .serving_certificate(&api, plane, &names, &tls_secret, authority, now)
             .await?;
         hashed.push(certificate);
-        let tunnel_token = match &plane.config.tunnel {
-            Some(tunnel) => {
+        let tunnel_token = match (&plane.config.tunnel, &plane.class_tunnel) {
+            (Some(tunnel), _) => {
                 let key = SecretKey {
                     name: tunnel.token_ref.name.clone(),
                     key: TOKEN_KEY.to_owned(),
@@ -189,7 +193,12 @@ impl Cluster {
                 hashed.push(self.secret_value(&api, namespace, &key).await?);
                 Some(key)
             }
-            None => None,
+            (None, Some(reference)) => {
+                let (key, value) = self.class_tunnel_copy(plane, &names, reference).await?;
+                hashed.push(value);
+                Some(key)
+            }
+            (None, None) => None,
         };
         let mut context = digest::Context::new(&digest::SHA256);
         for part in &hashed {
@@ -237,6 +246,42 @@ impl Cluster {
                     key.name, key.key
                 ))
             })
+    }
+
+    /// A shared plane's copy of its class's tunnel token, in the plane's namespace
+    /// (a pod mounts Secrets of its own namespace only): Secret
+    /// `culvert-class-<class>-tunnel`, owned by the GatewayClass, rewritten when
+    /// the operator's token changes.
+    async fn class_tunnel_copy(
+        &self,
+        plane: &DesiredPlane,
+        names: &PlaneNames,
+        reference: &SecretKeyReference,
+    ) -> Result<(SecretKey, String), ClusterError> {
+        let source: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
+        let original = SecretKey {
+            name: reference.name.clone(),
+            key: reference
+                .key
+                .clone()
+                .unwrap_or_else(|| TOKEN_KEY.to_owned()),
+        };
+        let value = self
+            .secret_value(&source, &reference.namespace, &original)
+            .await?;
+        let copy = SecretKey {
+            name: format!("{}-tunnel", names.workload),
+            key: TOKEN_KEY.to_owned(),
+        };
+        let secret = owned_secret(
+            plane,
+            names,
+            &copy.name,
+            BTreeMap::from([(TOKEN_KEY, &value)]),
+            None,
+        );
+        self.apply(&secret).await?;
+        Ok((copy, value))
     }
 
     /// The token Secret the controller generates for a plane: read when it
@@ -379,12 +424,11 @@ impl Cluster {
             for object in listed.items {
                 let namespace = object.metadata.namespace.clone().unwrap_or_default();
                 let name = object.metadata.name.clone().unwrap_or_default();
-                let owned_by_gateway = object
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| o.kind == "Gateway" && o.controller == Some(true));
+                let owned_by_gateway = object.metadata.owner_references.iter().flatten().any(|o| {
+                    (o.kind == OwnerKind::Gateway.as_str()
+                        || o.kind == OwnerKind::GatewayClass.as_str())
+                        && o.controller == Some(true)
+                });
                 if !owned_by_gateway || keep.contains(&(namespace.clone(), name.clone())) {
                     continue;
                 }
@@ -405,7 +449,8 @@ impl Cluster {
     }
 }
 
-/// A Secret of the plane, owned by its Gateway and labelled as Culvert's.
+/// A Secret of the plane, owned by its Gateway (or GatewayClass) and labelled as
+/// Culvert's.
 fn owned_secret(
     plane: &DesiredPlane,
     names: &PlaneNames,
@@ -420,11 +465,11 @@ fn owned_secret(
             "namespace": plane.gateway.namespace,
             "labels": {
                 label::MANAGED_BY: MANAGED_BY,
-                label::GATEWAY_NAME: names.gateway_label,
+                label::INSTANCE: names.instance_label,
             },
             "ownerReferences": [{
                 "apiVersion": "gateway.networking.k8s.io/v1",
-                "kind": "Gateway",
+                "kind": plane.gateway.owner.as_str(),
                 "name": plane.gateway.name,
                 "uid": plane.gateway.uid,
             }],

@@ -1,7 +1,8 @@
-//! The logic of `culvert controller`: which Gateways get a dedicated data plane,
-//! what is rendered for each, and the config pushes that feed them.
+//! The logic of `culvert controller`: which Gateways get a dedicated data plane
+//! and which classes a shared one, what is rendered for each, and the config
+//! pushes that feed them.
 //!
-//! - [`planes`]: the dedicated planes one translation wants (pure);
+//! - [`planes`]: the planes one translation wants, dedicated and shared (pure);
 //! - [`render`]: the typed Kubernetes objects of one plane (pure, `k8s-openapi`
 //!   types, so they match the API schema by construction);
 //! - [`credentials`]: tokens, the controller's CA and the planes' serving

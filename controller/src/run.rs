@@ -103,8 +103,8 @@ impl Feeder {
         let mut refused = Vec::new();
         let mut wanted = BTreeSet::new();
         for plane in applied {
-            let gateway = &plane.plane.gateway;
-            let key = PlaneKey::new(&gateway.namespace, &gateway.name);
+            let (namespace, name) = plane.plane.key();
+            let key = PlaneKey::new(&namespace, &name);
             wanted.insert(key.clone());
             let target = PlaneTarget {
                 config: Arc::clone(&plane.plane.data_plane),
@@ -259,7 +259,7 @@ pub async fn reconcile(
         keep_autoscalers.insert((key.0.clone(), names.workload));
     }
     for (key, plane) in planes {
-        let names = PlaneNames::new(&key.1);
+        let names = plane.gateway.names();
         // Whatever happens to it this pass, a wanted plane's objects stay.
         keep.insert((key.0.clone(), names.workload.clone()));
         keep.insert((key.0.clone(), names.config_service.clone()));

@@ -46,11 +46,14 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let summaries = pusher.subscribe();
     let (desired_tx, desired) = watch::channel::<Desired>(None);
     let (wake, wake_rx) = watch::channel(0_u64);
+    let shared_in = settings.namespace.clone();
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        desired_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
+        let wanted = planes::wanted(store, translation, Some(&shared_in));
+        desired_tx.send_replace(Some(Arc::new(wanted)));
     })));
+    let shared_in = settings.namespace.clone();
     source.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {
-        push_status::overlay(translation, &summaries.borrow());
+        push_status::overlay(translation, &summaries.borrow(), Some(&shared_in));
     })));
     source.status_wake = Some(wake_rx);
     let kubeconfig = source.kubeconfig.clone();

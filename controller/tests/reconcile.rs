@@ -2,7 +2,9 @@
 //! loopback, fed by the real Kubernetes source: a Gateway asking for a dedicated
 //! plane gets its Secrets and rendered objects, a hand edit is healed, a second
 //! pass changes nothing that was right, and dropping the request removes the
-//! objects (only those Culvert rendered and a Gateway still owns).
+//! objects (only those Culvert rendered and a Gateway still owns) and puts the
+//! Gateway on its class's shared plane, which is rendered in the controller's
+//! namespace, owned by the GatewayClass, with a copy of the class tunnel's token.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -55,6 +57,24 @@ fn objects() -> Vec<Value> {
     objects.push(
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
     );
+    objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ops"}}));
+    // The class's own tunnel (1d0c6a2e-...), in a namespace of the operator's.
+    objects.push(json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "class-tunnel", "namespace": "ops",
+                     "labels": {"culvert.dev/tunnel-token": "true"}},
+        "data": {"token": "ZXlKaElqb2lNREV5TXpRMU5qYzRPV0ZpWTJSbFpqQXhNak0wTlRZM09EbGhZbU5rWldZaUxDSjBJam9pTVdRd1l6WmhNbVV0TTJJNFppMDBZelEzTFRsaE5URXROMlV5WmpBd1l6Qm1abVZsSWl3aWN5STZJbGt5ZUdoak0wMTBaRWhXZFdKdFZuTk1XRTVzV1ROS2JHUkRNSGROVkVsNlRrUlZNazU2WnpWWlYwcHFJbjA9"}}));
+    objects.push(
+        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayClassConfig",
+        "metadata": {"name": "class-policy"},
+        "spec": {"sharedPlane": {"replicas": 3},
+                 "tunnel": {"tokenRef": {"name": "class-tunnel", "namespace": "ops"}}}}),
+    );
+    for object in &mut objects {
+        if object["kind"] == "GatewayClass" {
+            object["spec"]["parametersRef"] = json!({"group": "culvert.dev",
+                "kind": "GatewayClassConfig", "name": "class-policy"});
+        }
+    }
     objects.push(
         json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
         "metadata": {"name": "own", "namespace": "default"},
@@ -106,7 +126,11 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     config.kubeconfig = Some(kubeconfig.clone());
     config.addresses = vec!["192.0.2.1".to_owned()];
     config.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        hook_tx.send_replace(Some(Arc::new(planes::wanted(store, translation))));
+        hook_tx.send_replace(Some(Arc::new(planes::wanted(
+            store,
+            translation,
+            Some("culvert-system"),
+        ))));
     })));
     let _source = KubernetesSource::start(config).unwrap();
     let client = culvert_kubernetes::client::connect(Some(&kubeconfig))
@@ -128,12 +152,21 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     ));
 
     let deployment = || server.get("apps/v1", "Deployment", Some("default"), "culvert-edge");
+    let shared = || {
+        server.get(
+            "apps/v1",
+            "Deployment",
+            Some("culvert-system"),
+            "culvert-class-culvert",
+        )
+    };
     eventually("the plane's Deployment is applied", || {
         deployment().is_some()
     })
     .await;
     let rendered = deployment().unwrap();
     assert_eq!(rendered["spec"]["replicas"], 2);
+    assert!(shared().is_none(), "no Gateway is on the shared plane");
     assert_eq!(
         rendered["metadata"]["labels"]["team"], "blue",
         "infrastructure labels propagate"
@@ -264,9 +297,59 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(deployment().is_some(), "a held plane keeps running");
 
-    // Back to the shared plane: the rendered objects go, the Secrets stay.
+    // Back to the shared plane: the rendered objects go, the Secrets stay, and the
+    // class's shared plane is rendered beside the controller, owned by the class.
     dedicated(&server, false);
     eventually("the Deployment is removed", || deployment().is_none()).await;
+    eventually("the shared plane is applied", || shared().is_some()).await;
+    let plane = shared().unwrap();
+    assert_eq!(plane["spec"]["replicas"], 3, "sized by sharedPlane");
+    let owner = &plane["metadata"]["ownerReferences"][0];
+    let class = server.get(GW, "GatewayClass", None, "culvert").unwrap();
+    assert_eq!(
+        (owner["kind"].as_str(), owner["uid"].as_str()),
+        (Some("GatewayClass"), class["metadata"]["uid"].as_str())
+    );
+    let labels = &plane["metadata"]["labels"];
+    assert_eq!(
+        labels["gateway.networking.k8s.io/gateway-class-name"],
+        "culvert"
+    );
+    assert!(
+        labels
+            .get("gateway.networking.k8s.io/gateway-name")
+            .is_none()
+    );
+    let copy = server
+        .get(
+            "v1",
+            "Secret",
+            Some("culvert-system"),
+            "culvert-class-culvert-tunnel",
+        )
+        .expect("the class tunnel's token is copied beside the plane");
+    let original = server
+        .get("v1", "Secret", Some("ops"), "class-tunnel")
+        .unwrap();
+    assert_eq!(copy["data"]["token"], original["data"]["token"]);
+    let args = plane["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--tunnel-token-file"), "{args}");
+    for (api_version, kind, name) in [
+        ("v1", "Service", "culvert-class-culvert-config"),
+        (
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            "culvert-class-culvert",
+        ),
+        ("policy/v1", "PodDisruptionBudget", "culvert-class-culvert"),
+    ] {
+        assert!(
+            server
+                .get(api_version, kind, Some("culvert-system"), name)
+                .is_some(),
+            "{kind} {name}"
+        );
+    }
     for (api_version, kind, name) in [
         ("v1", "Service", "culvert-edge-config"),
         ("networking.k8s.io/v1", "NetworkPolicy", "culvert-edge"),

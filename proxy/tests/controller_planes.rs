@@ -5,7 +5,8 @@
 //! plane's token and certificate; the planes run with them; every push is HTTPS
 //! with that token. A route change reaches both planes; a plane that refuses the
 //! controller does not hold up the other; a plane restarted empty gets the config
-//! back by replay.
+//! back by replay. A Gateway without a GatewayConfig is served the same way by
+//! its class's shared plane, whose pod runs with that plane's own credentials.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -30,23 +31,48 @@ use hyper_util::rt::TokioIo;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use support::{Process, free_port, get, temp_dir, until};
+use support::{Process, free_port, get, temp_dir, try_send, until};
 
 const GW: &str = "gateway.networking.k8s.io/v1";
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
-/// The config API name the controller's certificate is issued for.
-const SERVER_NAME: &str = "culvert-edge-config.default.svc";
-
 /// What a plane pod runs with, from the Secrets the controller made.
 struct Credentials {
     token: String,
     ca_pem: String,
     cert: PathBuf,
     key: PathBuf,
+    /// The config API name its certificate is issued for.
+    server_name: String,
 }
 
-fn secret_value(server: &FakeApiServer, name: &str, key: &str) -> Option<String> {
-    let secret = server.get("v1", "Secret", Some("default"), name)?;
+impl Credentials {
+    /// Once the controller made them: the Secrets of the plane whose objects
+    /// are called `workload` in `namespace`, the files written to `dir`.
+    async fn of_plane(server: &FakeApiServer, namespace: &str, workload: &str, dir: &Path) -> Self {
+        let tls = format!("{workload}-config-tls");
+        let token = format!("{workload}-token");
+        until(
+            "the plane's Secrets exist",
+            Duration::from_secs(20),
+            async || {
+                secret_value(server, namespace, &tls, "tls.crt").is_some()
+                    && secret_value(server, namespace, &token, "token").is_some()
+            },
+        )
+        .await;
+        let value = |name: &str, key: &str| secret_value(server, namespace, name, key).unwrap();
+        Self {
+            token: value(&token, "token"),
+            ca_pem: value(&tls, "ca.crt"),
+            cert: write(dir, &format!("{workload}.crt"), &value(&tls, "tls.crt")),
+            key: write(dir, &format!("{workload}.key"), &value(&tls, "tls.key")),
+            server_name: format!("{workload}-config.{namespace}.svc"),
+        }
+    }
+}
+
+fn secret_value(server: &FakeApiServer, namespace: &str, name: &str, key: &str) -> Option<String> {
+    let secret = server.get("v1", "Secret", Some(namespace), name)?;
     let encoded = secret["data"][key].as_str()?;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
@@ -69,7 +95,8 @@ fn start_plane(control: SocketAddr, credentials: &Credentials, token: &str) -> P
 }
 
 /// `GET /config` of the plane at `addr`, over HTTPS trusting only the
-/// controller's CA for [`SERVER_NAME`]; `None` while it does not answer.
+/// controller's CA for the plane's config API name; `None` while it does not
+/// answer.
 async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Value> {
     let mut roots = rustls::RootCertStore::empty();
     roots
@@ -82,7 +109,7 @@ async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Val
         .with_root_certificates(roots)
         .with_no_client_auth();
     let tcp = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let name = ServerName::try_from(SERVER_NAME).ok()?;
+    let name = ServerName::try_from(credentials.server_name.clone()).ok()?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
@@ -92,7 +119,7 @@ async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Val
         .ok()?;
     tokio::spawn(connection);
     let request = Request::get("/config")
-        .header("host", SERVER_NAME)
+        .header("host", &credentials.server_name)
         .header("authorization", format!("Bearer {}", credentials.token))
         .body(Full::new(Bytes::new()))
         .ok()?;
@@ -180,29 +207,7 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
     let _controller = Process(controller);
 
     // The plane's credentials, as its pods would mount them.
-    until(
-        "the plane's Secrets exist",
-        Duration::from_secs(20),
-        async || {
-            secret_value(&server, "culvert-edge-config-tls", "tls.crt").is_some()
-                && secret_value(&server, "culvert-edge-token", "token").is_some()
-        },
-    )
-    .await;
-    let credentials = Credentials {
-        token: secret_value(&server, "culvert-edge-token", "token").unwrap(),
-        ca_pem: secret_value(&server, "culvert-edge-config-tls", "ca.crt").unwrap(),
-        cert: write(
-            &dir,
-            "tls.crt",
-            &secret_value(&server, "culvert-edge-config-tls", "tls.crt").unwrap(),
-        ),
-        key: write(
-            &dir,
-            "tls.key",
-            &secret_value(&server, "culvert-edge-config-tls", "tls.key").unwrap(),
-        ),
-    };
+    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
     let pods: [SocketAddr; 2] = [
         "127.0.41.1:8081".parse().unwrap(),
         "127.0.41.2:8081".parse().unwrap(),
@@ -312,5 +317,99 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
     )
     .await;
     drop(second);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plane() {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let port = free_port();
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
+        server.create(object).unwrap();
+    }
+    server
+        .create(fixtures::http_route("web", "www.example.com"))
+        .unwrap();
+    server
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
+        .unwrap();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-shared-plane");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args(["--image", "culvert:test", "--identity", "controller-1"])
+        .args(["--resync", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _controller = Process(controller);
+
+    let credentials =
+        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", &dir).await;
+    let deployment = server
+        .get(
+            "apps/v1",
+            "Deployment",
+            Some("culvert-system"),
+            "culvert-class-culvert",
+        )
+        .expect("the shared plane is rendered beside the controller");
+    assert_eq!(
+        deployment["metadata"]["ownerReferences"][0]["kind"],
+        "GatewayClass"
+    );
+    let pod: SocketAddr = "127.0.42.1:8081".parse().unwrap();
+    let _pod = start_plane(pod, &credentials, &credentials.token);
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-class-culvert-config-1", "namespace": "culvert-system",
+                         "labels": {"kubernetes.io/service-name": "culvert-class-culvert-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.42.1"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+    until(
+        "the shared plane's pod serves the route",
+        Duration::from_secs(20),
+        async || {
+            plane_config(pod, &credentials)
+                .await
+                .is_some_and(|c| c["ready"] == true)
+        },
+    )
+    .await;
+    // Listeners open just after the config is taken: ask until one answers.
+    let listener = SocketAddr::from(([127, 0, 0, 1], port));
+    let request = || {
+        Request::get("/")
+            .header("host", "www.example.com")
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    until(
+        "the shared plane's listener answers",
+        Duration::from_secs(10),
+        async || try_send(listener, request()).await.is_ok(),
+    )
+    .await;
+    let reply = get(listener, "www.example.com", "/").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.json()["service"], "web");
+    until(
+        "the shared Gateway and its route report the push",
+        Duration::from_secs(20),
+        async || {
+            pushed(&server, "Gateway", "edge").is_some_and(|(status, reason, message)| {
+                status == "True" && reason == "Pushed" && !message.contains("version")
+            }) && pushed(&server, "HTTPRoute", "web").is_some_and(|(status, _, _)| status == "True")
+        },
+    )
+    .await;
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use culvert_control_lite::load::{Document, load_path, load_str};
 use culvert_control_lite::model::{
     Autoscaling, ClassTunnel, GatewayClassConfigSpec, GatewayConfigSpec, Resource,
-    SecretKeyReference, SecretObjectReference, TunnelConfig,
+    SecretKeyReference, SecretObjectReference, SharedPlane, TunnelConfig,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -666,6 +666,13 @@ fn full_gateway_class_config() -> GatewayClassConfigSpec {
                 namespace: "culvert-system".to_owned(),
                 key: Some("token".to_owned()),
             },
+        }),
+        shared_plane: Some(SharedPlane {
+            replicas: Some(3),
+            autoscaling: Some(Autoscaling {
+                max_replicas: 4,
+                target_in_flight: Some(20),
+            }),
         }),
     }
 }

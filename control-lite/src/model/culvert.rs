@@ -37,7 +37,27 @@ pub struct GatewayClassConfigSpec {
     /// no dedicated Gateway may claim it.
     #[serde(default)]
     pub tunnel: Option<ClassTunnel>,
+    /// How `culvert controller` runs the class's shared data plane.
+    #[serde(default)]
+    pub shared_plane: Option<SharedPlane>,
 }
+
+/// The size of a class's shared data plane (`culvert controller`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharedPlane {
+    /// Replicas (the minimum when autoscaling); [`DEFAULT_SHARED_REPLICAS`] when
+    /// absent.
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Autoscaling on the in-flight requests gauge.
+    #[serde(default)]
+    pub autoscaling: Option<Autoscaling>,
+}
+
+/// Replicas of a shared plane whose class does not say: two, so one pod can roll
+/// or fail while the other serves every Gateway of the class.
+pub const DEFAULT_SHARED_REPLICAS: u32 = 2;
 
 /// The class's own tunnel, named by its connector token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

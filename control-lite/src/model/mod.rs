@@ -16,9 +16,9 @@ mod policy;
 mod route;
 
 pub use culvert::{
-    Autoscaling, ClassTunnel, GROUP as CULVERT_GROUP, GatewayClassConfig, GatewayClassConfigSpec,
-    GatewayConfig, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY, TUNNEL_TOKEN_LABEL,
-    TunnelConfig,
+    Autoscaling, ClassTunnel, DEFAULT_SHARED_REPLICAS, GROUP as CULVERT_GROUP, GatewayClassConfig,
+    GatewayClassConfigSpec, GatewayConfig, GatewayConfigSpec, SecretKeyReference, SharedPlane,
+    TOKEN_KEY, TUNNEL_TOKEN_LABEL, TunnelConfig,
 };
 pub use gateway::{
     AdvertisedStatus, AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig,

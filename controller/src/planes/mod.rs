@@ -1,8 +1,10 @@
-//! Which dedicated planes should exist, read off one translation: every Gateway
-//! the translation gave a [`DataPlaneId::Dedicated`] plane, with its
-//! `GatewayConfig`, the config to push and the addresses of the plane's pods (the
-//! config API endpoints of its headless Service). Pure; the controller calls
-//! [`desired`] from the source's translation hook and reconciles what it returns.
+//! Which planes should exist, read off one translation: every Gateway the
+//! translation gave a [`DataPlaneId::Dedicated`] plane, with its `GatewayConfig`,
+//! and every GatewayClass with Gateways on its [`DataPlaneId::Shared`] plane, sized
+//! by its `GatewayClassConfig.spec.sharedPlane` and serving the class tunnel; each
+//! with the config to push and the addresses of the plane's pods (the config API
+//! endpoints of its headless Service). Pure; the controller calls [`wanted`] from
+//! the source's translation hook and reconciles what it returns.
 //!
 //! A Gateway admission refused (a contested tunnel, a namespace over its cap) has
 //! no plane in the translation, so it is simply not here: its rendered objects are
@@ -15,40 +17,59 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use culvert_control_lite::model::GatewayConfigSpec;
+use culvert_control_lite::model::{
+    CULVERT_GROUP, DEFAULT_SHARED_REPLICAS, GatewayConfigSpec, SecretKeyReference,
+};
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{DataPlaneId, PlaneRefusal, Translation};
 use culvert_router::DataPlaneConfig;
 
-use crate::render::{CONFIG_API_PORT, GatewayRef, PlaneNames};
+use crate::render::{CONFIG_API_PORT, GatewayRef};
 
-/// One dedicated plane as the translation wants it.
+/// One plane as the translation wants it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredPlane {
-    /// The Gateway it serves.
+    /// What it serves and what owns it: the Gateway, or the GatewayClass of a
+    /// shared plane.
     pub gateway: GatewayRef,
-    /// Its `GatewayConfig`.
+    /// Its `GatewayConfig` (for a shared plane, the class's `sharedPlane` size and
+    /// nothing else).
     pub config: GatewayConfigSpec,
+    /// A shared plane's tunnel: the class's token, in whatever namespace the
+    /// operator keeps it (the controller copies it next to the plane).
+    pub class_tunnel: Option<SecretKeyReference>,
     /// What its pods serve (`version` 0: the pusher numbers it).
     pub data_plane: Arc<DataPlaneConfig>,
     /// The config API address of each of its pods that is not terminating.
     pub pods: Vec<SocketAddr>,
 }
 
+impl DesiredPlane {
+    /// Its key among all planes ([`GatewayRef::key`]).
+    pub fn key(&self) -> NamespacedName {
+        self.gateway.key()
+    }
+}
+
 /// What the controller should run after one translation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Wanted {
-    /// The planes to render and push to.
+    /// The planes to render and push to, by [`DesiredPlane::key`].
     pub planes: BTreeMap<NamespacedName, DesiredPlane>,
     /// Gateways whose configuration stopped resolving: their running plane stays
     /// as it is, with the last config it was given.
     pub held: BTreeSet<NamespacedName>,
 }
 
-/// The planes of `translation` and the Gateways held back.
-pub fn wanted(store: &Store, translation: &Translation) -> Wanted {
+/// The planes of `translation` and the Gateways held back; with `shared_in`
+/// (the controller's namespace), also the classes' shared planes, rendered there.
+pub fn wanted(store: &Store, translation: &Translation, shared_in: Option<&str>) -> Wanted {
+    let mut planes = desired(store, translation);
+    if let Some(namespace) = shared_in {
+        planes.extend(shared(store, translation, namespace));
+    }
     Wanted {
-        planes: desired(store, translation),
+        planes,
         held: translation
             .refused_planes
             .iter()
@@ -71,14 +92,67 @@ pub fn desired(store: &Store, translation: &Translation) -> BTreeMap<NamespacedN
         let Some(gateway_config) = store.gateway_config(&key.0, gateway) else {
             continue;
         };
-        let names = PlaneNames::new(&key.1);
+        let owner = GatewayRef::from_gateway(gateway);
         out.insert(
             key.clone(),
             DesiredPlane {
-                gateway: GatewayRef::from_gateway(gateway),
+                pods: pods(store, &key.0, &owner.names().config_service),
+                gateway: owner,
                 config: gateway_config.spec.clone(),
+                class_tunnel: None,
                 data_plane: Arc::new(config.clone()),
-                pods: pods(store, &key.0, &names.config_service),
+            },
+        );
+    }
+    out
+}
+
+/// Every class's shared plane of `translation` that serves at least one
+/// Gateway, rendered in `namespace`, by [`DesiredPlane::key`].
+pub fn shared(
+    store: &Store,
+    translation: &Translation,
+    namespace: &str,
+) -> BTreeMap<NamespacedName, DesiredPlane> {
+    let mut out = BTreeMap::new();
+    for (plane, config) in &translation.data_planes {
+        let DataPlaneId::Shared(class_name) = plane else {
+            continue;
+        };
+        let serves_any = translation.gateway_planes.values().any(|p| p == plane);
+        let Some(class) = store.gateway_classes.get(class_name) else {
+            continue;
+        };
+        if !serves_any {
+            continue;
+        }
+        let class_config = class
+            .spec
+            .parameters_ref
+            .as_ref()
+            .filter(|r| r.group == CULVERT_GROUP && r.kind == "GatewayClassConfig")
+            .and_then(|r| store.gateway_class_configs.get(&r.name))
+            .map(|c| &c.spec);
+        let size = class_config.and_then(|c| c.shared_plane.as_ref());
+        let owner = GatewayRef::for_class(class, namespace);
+        out.insert(
+            owner.key(),
+            DesiredPlane {
+                pods: pods(store, namespace, &owner.names().config_service),
+                gateway: owner,
+                config: GatewayConfigSpec {
+                    replicas: Some(
+                        size.and_then(|s| s.replicas)
+                            .unwrap_or(DEFAULT_SHARED_REPLICAS),
+                    ),
+                    autoscaling: size.and_then(|s| s.autoscaling.clone()),
+                    tunnel: None,
+                    config_api_token_ref: None,
+                },
+                class_tunnel: class_config
+                    .and_then(|c| c.tunnel.as_ref())
+                    .map(|t| t.token_ref.clone()),
+                data_plane: Arc::new(config.clone()),
             },
         );
     }

@@ -66,3 +66,44 @@ fn dedicated_gateways_are_planes_with_their_config_and_pods() {
     assert_eq!(plane.data_plane.listeners.len(), 1);
     assert_eq!(plane.data_plane.listeners[0].port, 80);
 }
+
+#[test]
+fn a_class_with_shared_gateways_gets_a_shared_plane_in_the_controller_namespace() {
+    let mut store = store();
+    let class = store.gateway_classes.get_mut("culvert").unwrap();
+    class.metadata.uid = Some("class-uid".to_owned());
+    let options = Options {
+        controller_name: "culvert.dev/gateway-controller".to_owned(),
+        privileged_namespace_prefixes: Vec::new(),
+        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
+        claims: Box::new(NoClaimChecks),
+    };
+    let translation = translate(&store, &options);
+    assert_eq!(
+        wanted(&store, &translation, None).planes.len(),
+        1,
+        "no shared plane unless asked"
+    );
+    let planes = wanted(&store, &translation, Some("culvert-system")).planes;
+    let key = (
+        "culvert-system".to_owned(),
+        "gatewayclass/culvert".to_owned(),
+    );
+    let plane = &planes[&key];
+    assert_eq!(plane.key(), key);
+    assert_eq!(plane.gateway.owner, crate::render::OwnerKind::GatewayClass);
+    assert_eq!(plane.gateway.uid, "class-uid");
+    assert_eq!(plane.gateway.names().workload, "culvert-class-culvert");
+    assert_eq!(plane.config.replicas, Some(2), "two replicas by default");
+    assert_eq!(plane.class_tunnel, None);
+    let ports: Vec<u16> = plane.data_plane.listeners.iter().map(|l| l.port).collect();
+    assert_eq!(ports, [8080], "only the shared Gateway's listener");
+
+    // A class whose Gateways are all dedicated has no shared plane.
+    store
+        .gateways
+        .remove(&("team".to_owned(), "shared".to_owned()));
+    let translation = translate(&store, &options);
+    let planes = wanted(&store, &translation, Some("culvert-system")).planes;
+    assert!(!planes.contains_key(&key));
+}

@@ -1,6 +1,7 @@
 //! What the pushes mean for status: the `ProxyConfigPushed` condition on every
-//! Gateway with a dedicated plane and on the route parent entries that name it,
-//! and `Programmed` held back until some pod of the plane serves its config. Pure:
+//! Gateway whose plane the controller pushes to (its dedicated plane, or its
+//! class's shared one) and on the route parent entries that name it, and
+//! `Programmed` held back until some pod of the plane serves its config. Pure:
 //! [`overlay`] edits a translation with the pusher's summaries before the status
 //! writer compares it with what is stored, so an unchanged push state writes
 //! nothing.
@@ -16,8 +17,9 @@
 //!   its routes) once per streak, and the next successful push clears it.
 //!
 //! Messages hold counts and failure kinds, never times or addresses that change on
-//! every attempt; the Gateway's also names the config version, so a route change
-//! costs one status write there and none on the routes' entries.
+//! every attempt; a dedicated Gateway's also names the config version, so a route
+//! change costs one status write there and none on the routes' entries (a shared
+//! plane's Gateways leave it out: one route change would rewrite them all).
 //! `Accepted` is never touched; `Programmed` only while no pod serves a config.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,6 +28,7 @@ use culvert_control_lite::model::{Condition, GATEWAY_GROUP};
 use culvert_control_lite::translate::{DataPlaneId, Translation};
 
 use crate::push::{PlaneKey, PlaneSummary, Summaries};
+use crate::render::CLASS_KEY_PREFIX;
 
 /// The condition type.
 pub const PROXY_CONFIG_PUSHED: &str = "ProxyConfigPushed";
@@ -36,17 +39,23 @@ pub const PENDING: &str = "Pending";
 /// Reason: a push has been failing for longer than the sustained threshold.
 pub const PUSH_FAILED: &str = "ProxyConfigPushFailed";
 
-/// Adds `ProxyConfigPushed` (and holds `Programmed`) for every dedicated plane of
-/// `translation`, from `summaries`.
-pub fn overlay(translation: &mut Translation, summaries: &Summaries) {
+/// Adds `ProxyConfigPushed` (and holds `Programmed`) for every Gateway of
+/// `translation` on a dedicated plane and, with `shared_in` (the namespace the
+/// controller renders shared planes in), on a shared one, from `summaries`.
+pub fn overlay(translation: &mut Translation, summaries: &Summaries, shared_in: Option<&str>) {
     for (gateway, plane) in &translation.gateway_planes {
-        if !matches!(plane, DataPlaneId::Dedicated(_)) {
-            continue;
-        }
-        let summary = summaries.get(&PlaneKey::new(&gateway.0, &gateway.1));
+        let (key, dedicated) = match (plane, shared_in) {
+            (DataPlaneId::Dedicated(_), _) => (PlaneKey::new(&gateway.0, &gateway.1), true),
+            (DataPlaneId::Shared(class), Some(namespace)) => (
+                PlaneKey::new(namespace, format!("{CLASS_KEY_PREFIX}{class}")),
+                false,
+            ),
+            (DataPlaneId::Shared(_), None) => continue,
+        };
+        let summary = summaries.get(&key);
         let (pushed, reason, message) = verdict(summary);
         let versioned = match summary {
-            Some(summary) if summary.pods > 0 => {
+            Some(summary) if summary.pods > 0 && dedicated => {
                 format!("{message} (config version {})", summary.version)
             }
             _ => message.clone(),
@@ -67,7 +76,7 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries) {
                         "Programmed",
                         false,
                         PENDING,
-                        "no pod of the dedicated data plane serves its config yet",
+                        "no pod of the data plane serves its config yet",
                         generation,
                     );
                 }
@@ -145,11 +154,7 @@ fn verdict(summary: Option<&PlaneSummary>) -> (bool, &'static str, String) {
     };
     let pods = summary.pods;
     if pods == 0 {
-        return (
-            false,
-            PENDING,
-            "the dedicated data plane has no pods yet".to_owned(),
-        );
+        return (false, PENDING, "the data plane has no pods yet".to_owned());
     }
     let kinds = |sustained_only: bool| {
         let kinds: BTreeSet<&str> = summary

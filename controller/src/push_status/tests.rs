@@ -83,7 +83,7 @@ fn with(summary: Option<PlaneSummary>) -> Translation {
     if let Some(summary) = summary {
         summaries.insert(PlaneKey::new("team", "edge"), summary);
     }
-    overlay(&mut t, &summaries);
+    overlay(&mut t, &summaries, None);
     t
 }
 
@@ -191,4 +191,46 @@ fn messages_hold_counts_and_failure_kinds_only() {
     );
     // The same state twice gives the same status: nothing to write.
     assert_eq!(with(Some(summary(3, 1, 2, true))).gateways, t.gateways);
+}
+
+#[test]
+fn a_shared_plane_s_pushes_reach_its_gateways_without_the_version() {
+    let mut t = translation();
+    let mut summaries = Summaries::new();
+    summaries.insert(
+        PlaneKey::new("culvert-system", "gatewayclass/culvert"),
+        summary(2, 0, 0, false),
+    );
+    overlay(&mut t, &summaries, Some("culvert-system"));
+    assert_eq!(
+        gateway(&t, "shared", "Programmed").0,
+        "False",
+        "no pod of the class's plane serves yet"
+    );
+    let (status, reason, message) = gateway(&t, "shared", PROXY_CONFIG_PUSHED);
+    assert_eq!((status.as_str(), reason.as_str()), ("False", PENDING));
+
+    summaries.insert(
+        PlaneKey::new("culvert-system", "gatewayclass/culvert"),
+        summary(2, 2, 0, false),
+    );
+    let mut t = translation();
+    overlay(&mut t, &summaries, Some("culvert-system"));
+    assert_eq!(gateway(&t, "shared", "Programmed").0, "True");
+    let (status, reason, message_after) = gateway(&t, "shared", PROXY_CONFIG_PUSHED);
+    assert_eq!((status.as_str(), reason.as_str()), ("True", PUSHED));
+    assert!(
+        !message_after.contains("version") && !message.contains("version"),
+        "one route change must not rewrite every shared Gateway: {message_after}"
+    );
+
+    // Without shared planes (culvert serve --kubernetes), shared Gateways are left alone.
+    let mut t = translation();
+    overlay(&mut t, &summaries, None);
+    assert!(
+        t.gateways[&("team".to_owned(), "shared".to_owned())]
+            .conditions
+            .iter()
+            .all(|c| c.kind != PROXY_CONFIG_PUSHED)
+    );
 }

@@ -161,10 +161,13 @@ struct Tunnel<'a> {
     edges: &'a [String],
 }
 
-/// `Some` when the GatewayConfig has a tunnel; refused without a token Secret or an
-/// edge address, which `culvert serve` would exit on.
+/// `Some` when the GatewayConfig has a tunnel, or a shared plane is given its
+/// class's tunnel token; refused without a token Secret or an edge address, which
+/// `culvert serve` would exit on.
 fn tunnel<'a>(plane: &Plane<'a>) -> Result<Option<Tunnel<'a>>, Error> {
-    if plane.spec.config.tunnel.is_none() {
+    let class_tunnel = plane.spec.gateway.owner == super::OwnerKind::GatewayClass
+        && plane.spec.secrets.tunnel_token.is_some();
+    if plane.spec.config.tunnel.is_none() && !class_tunnel {
         return Ok(None);
     }
     let secret = plane

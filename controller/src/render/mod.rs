@@ -57,7 +57,7 @@ pub mod service;
 
 use std::collections::BTreeMap;
 
-use culvert_control_lite::model::{Gateway, GatewayConfigSpec};
+use culvert_control_lite::model::{Gateway, GatewayClass, GatewayConfigSpec};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
@@ -154,16 +154,45 @@ pub struct PlaneSpec {
     pub tunnel_edges: Vec<String>,
 }
 
-/// The parts of a Gateway rendering reads.
+/// What owns a plane's objects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OwnerKind {
+    /// A dedicated plane: its Gateway, in whose namespace it is rendered.
+    #[default]
+    Gateway,
+    /// A class's shared plane: the (cluster-scoped) GatewayClass; rendered in the
+    /// controller's namespace.
+    GatewayClass,
+}
+
+impl OwnerKind {
+    /// The owner's `kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Gateway => "Gateway",
+            Self::GatewayClass => "GatewayClass",
+        }
+    }
+}
+
+/// Where [`GatewayRef::key`] of a class's shared plane starts: a `/` no Gateway
+/// name holds, so the key of a shared plane never equals a Gateway's.
+pub const CLASS_KEY_PREFIX: &str = "gatewayclass/";
+
+/// The parts of a plane's owner rendering reads: a Gateway, or for a shared
+/// plane its GatewayClass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GatewayRef {
-    /// Namespace, where everything is rendered.
+    /// A Gateway or a GatewayClass.
+    pub owner: OwnerKind,
+    /// Namespace, where everything is rendered (the Gateway's; the controller's
+    /// for a GatewayClass).
     pub namespace: String,
-    /// Name.
+    /// The owner's name.
     pub name: String,
     /// UID, for the owner references.
     pub uid: String,
-    /// `spec.gatewayClassName`.
+    /// `spec.gatewayClassName` (the class itself for a GatewayClass).
     pub class_name: String,
     /// `spec.infrastructure.labels`, unchecked.
     pub labels: BTreeMap<String, String>,
@@ -177,6 +206,7 @@ impl GatewayRef {
     pub fn from_gateway(gateway: &Gateway) -> Self {
         let infrastructure = gateway.spec.infrastructure.as_ref();
         Self {
+            owner: OwnerKind::Gateway,
             namespace: gateway.metadata.namespace().to_owned(),
             name: gateway.metadata.name.clone(),
             uid: gateway.metadata.uid.clone().unwrap_or_default(),
@@ -185,6 +215,39 @@ impl GatewayRef {
             annotations: infrastructure
                 .map(|i| i.annotations.clone())
                 .unwrap_or_default(),
+        }
+    }
+
+    /// The shared plane of `class`, rendered in `namespace` (the controller's).
+    pub fn for_class(class: &GatewayClass, namespace: &str) -> Self {
+        Self {
+            owner: OwnerKind::GatewayClass,
+            namespace: namespace.to_owned(),
+            name: class.metadata.name.clone(),
+            uid: class.metadata.uid.clone().unwrap_or_default(),
+            class_name: class.metadata.name.clone(),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+        }
+    }
+
+    /// The names of the plane's objects.
+    pub fn names(&self) -> PlaneNames {
+        match self.owner {
+            OwnerKind::Gateway => PlaneNames::new(&self.name),
+            OwnerKind::GatewayClass => PlaneNames::for_class(&self.name),
+        }
+    }
+
+    /// The plane's key among all planes: `(namespace, name)` of a Gateway,
+    /// `(namespace, "gatewayclass/<class>")` of a shared plane.
+    pub fn key(&self) -> (String, String) {
+        match self.owner {
+            OwnerKind::Gateway => (self.namespace.clone(), self.name.clone()),
+            OwnerKind::GatewayClass => (
+                self.namespace.clone(),
+                format!("{CLASS_KEY_PREFIX}{}", self.name),
+            ),
         }
     }
 }
@@ -375,18 +438,20 @@ impl<'a> Plane<'a> {
             return Err(Error::NoImage);
         }
         let scaling = scaling(&spec.config)?;
-        let names = PlaneNames::new(&gateway.name);
+        let names = gateway.names();
         let selector = BTreeMap::from([
             (label::NAME.to_owned(), APP_NAME.to_owned()),
-            (label::INSTANCE.to_owned(), names.gateway_label.clone()),
+            (label::INSTANCE.to_owned(), names.instance_label.clone()),
         ]);
         let mut own = selector.clone();
         own.extend([
             (label::COMPONENT.to_owned(), "data-plane".to_owned()),
             (label::PART_OF.to_owned(), "culvert".to_owned()),
             (label::MANAGED_BY.to_owned(), MANAGED_BY.to_owned()),
-            (label::GATEWAY_NAME.to_owned(), names.gateway_label.clone()),
         ]);
+        if gateway.owner == OwnerKind::Gateway {
+            own.insert(label::GATEWAY_NAME.to_owned(), names.instance_label.clone());
+        }
         if !gateway.class_name.is_empty() {
             own.insert(
                 label::GATEWAY_CLASS_NAME.to_owned(),
@@ -422,11 +487,11 @@ impl<'a> Plane<'a> {
         }
     }
 
-    /// The Gateway as the controlling owner.
+    /// The Gateway (or GatewayClass) as the controlling owner.
     fn owner(&self) -> OwnerReference {
         OwnerReference {
             api_version: "gateway.networking.k8s.io/v1".to_owned(),
-            kind: "Gateway".to_owned(),
+            kind: self.spec.gateway.owner.as_str().to_owned(),
             name: self.spec.gateway.name.clone(),
             uid: self.spec.gateway.uid.clone(),
             controller: Some(true),

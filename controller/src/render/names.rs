@@ -16,6 +16,9 @@ pub const MAX_NAME: usize = 63;
 /// Prefix of every rendered object's name.
 const PREFIX: &str = "culvert-";
 
+/// What a class's shared plane's names start with after [`PREFIX`].
+const CLASS_PREFIX: &str = "class-";
+
 /// Suffix of the headless config Service's name.
 const CONFIG_SUFFIX: &str = "-config";
 
@@ -30,9 +33,10 @@ pub struct PlaneNames {
     pub workload: String,
     /// The headless Service of the config API: `culvert-<gateway>-config`.
     pub config_service: String,
-    /// The Gateway's name as a label value (`app.kubernetes.io/instance`,
-    /// `gateway.networking.k8s.io/gateway-name`).
-    pub gateway_label: String,
+    /// Which plane, as a label value (`app.kubernetes.io/instance`, and for a
+    /// Gateway's plane `gateway.networking.k8s.io/gateway-name`): the Gateway's
+    /// name, or `class-<class>` for a class's shared plane.
+    pub instance_label: String,
 }
 
 impl PlaneNames {
@@ -42,8 +46,15 @@ impl PlaneNames {
         Self {
             config_service: format!("{base}{CONFIG_SUFFIX}"),
             workload: base,
-            gateway_label: label_value(gateway),
+            instance_label: label_value(gateway),
         }
+    }
+
+    /// The names for the shared plane of the GatewayClass `class`:
+    /// `culvert-class-<class>`, rendered in the controller's namespace, where no
+    /// Gateway is expected to be called `class-<class>`.
+    pub fn for_class(class: &str) -> Self {
+        Self::new(&format!("{CLASS_PREFIX}{class}"))
     }
 
     /// The DNS name the config API certificate must hold and the controller dials:

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{autoscaling_spec, map, own_labels, render, selector, template};
 use crate::render::labels::MAX_INFRASTRUCTURE_ANNOTATIONS;
-use crate::render::{DropReason, Dropped, GatewayRef, MetadataKind, Rendered};
+use crate::render::{DropReason, Dropped, GatewayRef, MetadataKind, OwnerKind, Rendered};
 
 /// An object's labels and annotations.
 type Maps<'a> = (
@@ -272,6 +272,7 @@ fn gateway_ref_reads_a_gateway() {
     assert_eq!(
         read,
         GatewayRef {
+            owner: OwnerKind::Gateway,
             namespace: "tenant-a".to_owned(),
             name: "edge".to_owned(),
             uid: "u-1".to_owned(),

@@ -14,12 +14,15 @@ use culvert_control_lite::model::{
 };
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 
-use super::{GatewayRef, Image, PlaneSecrets, PlaneSpec, PodPeer, PullPolicy, Rendered, SecretKey};
+use super::{
+    GatewayRef, Image, OwnerKind, PlaneSecrets, PlaneSpec, PodPeer, PullPolicy, Rendered, SecretKey,
+};
 
 /// A plain Gateway `tenant-a/edge` with an empty GatewayConfig.
 fn spec() -> PlaneSpec {
     PlaneSpec {
         gateway: GatewayRef {
+            owner: OwnerKind::Gateway,
             namespace: "tenant-a".to_owned(),
             name: "edge".to_owned(),
             uid: "6f1d3c1e-8a53-4c1b-9d0e-1f2a3b4c5d6e".to_owned(),

@@ -23,7 +23,7 @@ fn short_names_are_kept() {
     let names = PlaneNames::new("edge");
     assert_eq!(names.workload, "culvert-edge");
     assert_eq!(names.config_service, "culvert-edge-config");
-    assert_eq!(names.gateway_label, "edge");
+    assert_eq!(names.instance_label, "edge");
     assert_eq!(
         names.config_server_name("tenant-a"),
         "culvert-edge-config.tenant-a.svc"
@@ -36,7 +36,7 @@ fn a_name_that_just_fits_is_kept() {
     let names = PlaneNames::new(&gateway);
     assert_eq!(names.config_service, format!("culvert-{gateway}-config"));
     assert_eq!(names.config_service.len(), MAX_NAME);
-    assert_eq!(names.gateway_label, gateway);
+    assert_eq!(names.instance_label, gateway);
     // One more character and both names take the hash.
     let longer = format!("{gateway}g");
     let names = PlaneNames::new(&longer);
@@ -63,8 +63,8 @@ fn long_names_are_cut_with_a_hash() {
     assert_eq!(names.config_service.len(), MAX_NAME);
     // One stem for every object of the plane.
     assert_eq!(names.config_service, format!("{}-config", names.workload));
-    assert!(check_label_value(&names.gateway_label).is_ok());
-    assert_eq!(names.gateway_label.len(), MAX_NAME);
+    assert!(check_label_value(&names.instance_label).is_ok());
+    assert_eq!(names.instance_label.len(), MAX_NAME);
 
     // Two names sharing the first 200 characters still differ.
     let other = format!("{}-b", &gateway[..200]);
@@ -85,7 +85,7 @@ fn dotted_and_upper_case_names_become_dns_labels_without_colliding() {
     assert_ne!(dotted.config_service, dashed.config_service);
     assert!(dotted.config_service.starts_with("culvert-edge-example-"));
     // Dots are fine in a label value.
-    assert_eq!(dotted.gateway_label, "edge.example");
+    assert_eq!(dotted.instance_label, "edge.example");
     assert!(is_dns_label(&base_name("EDGE")));
     assert_ne!(base_name("EDGE"), base_name("edge"));
 }
@@ -123,11 +123,11 @@ fn hostile_names_never_panic_and_stay_valid() {
             "{gateway:?}: {}",
             names.config_service
         );
-        assert!(!names.gateway_label.is_empty(), "{gateway:?}");
+        assert!(!names.instance_label.is_empty(), "{gateway:?}");
         assert!(
-            check_label_value(&names.gateway_label).is_ok(),
+            check_label_value(&names.instance_label).is_ok(),
             "{gateway:?}: {}",
-            names.gateway_label
+            names.instance_label
         );
         seen.insert(names.workload);
     }

@@ -44,8 +44,8 @@ proptest! {
         prop_assert!(dns_label(&names.workload), "{}", names.workload);
         prop_assert!(dns_label(&names.config_service), "{}", names.config_service);
         prop_assert_eq!(&names.config_service, &format!("{}-config", names.workload));
-        prop_assert!(!names.gateway_label.is_empty());
-        prop_assert!(check_label_value(&names.gateway_label).is_ok());
+        prop_assert!(!names.instance_label.is_empty());
+        prop_assert!(check_label_value(&names.instance_label).is_ok());
         prop_assert_eq!(names, PlaneNames::new(&gateway));
     }
 
