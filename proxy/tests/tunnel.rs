@@ -78,7 +78,13 @@ async fn tunnel_requests_take_the_same_routes(transport: Transport) {
                                  "requestHeaderModifier": {"set": [{"name": "x-via", "value": "culvert"}]}}],
                     "backends": [{"name": "api", "endpoints": [echo.addr().to_string()]}]}]}]
         });
-        assert_eq!(put_config(server.control_addr(), &config, None).await.status, StatusCode::OK);
+        let taken = put_config(server.control_addr(), &config, None).await;
+        assert_eq!(taken.status, StatusCode::OK);
+        assert!(
+            taken.json()["tunnel"]["registered"].is_u64(),
+            "a tunnel plane says how many connections are registered: {:?}",
+            taken.body
+        );
         let start = Instant::now();
         while readyz(&server).await != StatusCode::OK {
             assert!(start.elapsed() < Duration::from_secs(20), "tunnel never registered");
@@ -89,6 +95,12 @@ async fn tunnel_requests_take_the_same_routes(transport: Transport) {
             assert!(start.elapsed() < Duration::from_secs(20), "{:#?}", sim.status());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let request = Request::get("/config")
+            .header("host", "c")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let current = send(server.control_addr(), request).await.json();
+        assert_eq!(current["tunnel"]["registered"], 4, "{current}");
         let expected = match transport {
             Transport::Http2 => SimTransport::Http2,
             _ => SimTransport::Quic,

@@ -20,7 +20,9 @@
 //! every attempt; a dedicated Gateway's also names the config version, so a route
 //! change costs one status write there and none on the routes' entries (a shared
 //! plane's Gateways leave it out: one route change would rewrite them all).
-//! `Accepted` is never touched; `Programmed` only while no pod serves a config.
+//! `Accepted` is never touched; `Programmed` only while no client can reach the
+//! plane: no pod serves a config, or, on a tunnel plane, none of those has a
+//! registered tunnel connection (pods say so in their `GET /config` answer).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,25 +62,19 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries, shared_in: 
             }
             _ => message.clone(),
         };
-        let serving = summary.is_some_and(|s| s.serving > 0);
+        let unreachable = unreachable_because(summary);
         if let Some(status) = translation.gateways.get_mut(gateway) {
             let generation = status
                 .conditions
                 .first()
                 .map_or(1, |c| c.observed_generation);
-            if !serving {
+            if let Some(why) = unreachable {
                 if let Some(programmed) = status
                     .conditions
                     .iter_mut()
                     .find(|c| c.kind == "Programmed" && c.status == "True")
                 {
-                    *programmed = Condition::new(
-                        "Programmed",
-                        false,
-                        PENDING,
-                        "no pod of the data plane serves its config yet",
-                        generation,
-                    );
+                    *programmed = Condition::new("Programmed", false, PENDING, why, generation);
                 }
             }
             set(
@@ -125,10 +121,26 @@ pub fn overlay(translation: &mut Translation, summaries: &Summaries, shared_in: 
     }
 }
 
-/// What status says about each plane of `summaries`: `(ProxyConfigPushed status,
-/// reason, message, version, whether a pod serves)`. Status needs writing again
+/// Why no client can reach the plane yet, if none can: no pod serves a config,
+/// or (a tunnel plane) none serving one has a registered tunnel connection.
+fn unreachable_because(summary: Option<&PlaneSummary>) -> Option<&'static str> {
+    let summary = summary.filter(|s| s.serving > 0);
+    match summary {
+        None => Some("no pod of the data plane serves its config yet"),
+        Some(s) if s.reachable == 0 && s.tunnel_pods > 0 => {
+            Some("no pod of the data plane has a registered tunnel connection yet")
+        }
+        Some(_) => None,
+    }
+}
+
+/// What status says about one plane: `(ProxyConfigPushed status, reason,
+/// message, version, why no client reaches it)`.
+pub type StatusView = (bool, &'static str, String, u64, Option<&'static str>);
+
+/// What status says about each plane of `summaries`. Status needs writing again
 /// only when this changes, not on every push attempt.
-pub fn view(summaries: &Summaries) -> BTreeMap<PlaneKey, (bool, &'static str, String, u64, bool)> {
+pub fn view(summaries: &Summaries) -> BTreeMap<PlaneKey, StatusView> {
     summaries
         .iter()
         .map(|(key, summary)| {
@@ -140,7 +152,7 @@ pub fn view(summaries: &Summaries) -> BTreeMap<PlaneKey, (bool, &'static str, St
                     reason,
                     message,
                     summary.version,
-                    summary.serving > 0,
+                    unreachable_because(Some(summary)),
                 ),
             )
         })

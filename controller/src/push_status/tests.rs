@@ -64,6 +64,8 @@ fn summary(pods: usize, serving: usize, failing: usize, sustained: bool) -> Plan
         pods,
         current: serving.saturating_sub(1),
         serving,
+        tunnel_pods: 0,
+        reachable: serving,
         failing: (0..failing)
             .map(|i| PodFailure {
                 pod: format!("10.0.0.{i}:8081").parse().unwrap(),
@@ -233,4 +235,25 @@ fn a_shared_plane_s_pushes_reach_its_gateways_without_the_version() {
             .iter()
             .all(|c| c.kind != PROXY_CONFIG_PUSHED)
     );
+}
+
+#[test]
+fn a_tunnel_plane_is_programmed_only_once_a_pod_has_a_registered_connection() {
+    let mut unregistered = summary(2, 2, 0, false);
+    unregistered.tunnel_pods = 2;
+    unregistered.reachable = 0;
+    let t = with(Some(unregistered.clone()));
+    let (status, reason, message) = gateway(&t, "edge", "Programmed");
+    assert_eq!((status.as_str(), reason.as_str()), ("False", PENDING));
+    assert!(message.contains("tunnel"), "{message}");
+    assert_eq!(
+        gateway(&t, "edge", PROXY_CONFIG_PUSHED).0,
+        "True",
+        "the pushes themselves landed"
+    );
+
+    let mut registered = unregistered;
+    registered.reachable = 1;
+    let t = with(Some(registered));
+    assert_eq!(gateway(&t, "edge", "Programmed").0, "True");
 }

@@ -6,11 +6,12 @@
 //!   `{"error": reason}`; older than the serving version → 409 with
 //!   `{"currentVersion": N}`; the serving version with other content → 409 too;
 //!   applied, or already serving that version and content → 200
-//!   `{"version", "hash"}`, the hash being `DataPlaneConfig::content_hash`). The document is
+//!   `{"version", "hash"}`, the hash being `DataPlaneConfig::content_hash`, plus
+//!   `"tunnel": {"registered": N}` on a plane serving a tunnel). The document is
 //!   compiled here, off the request path, then swapped in with one store; a refused
 //!   one leaves the current snapshot serving. The answer waits (bounded) until every
 //!   worker has reconciled its listeners for the new snapshot.
-//! - `GET /config`: `{"version", "hash", "ready"}`.
+//! - `GET /config`: `{"version", "hash", "ready"}`, and `tunnel` as above.
 //! - `GET /healthz`: 200, or 503 once a worker has stopped after a panic. `GET /readyz`: 200 once a config is serving, the plane is
 //!   not draining and (with a tunnel) at least one tunnel connection is registered,
 //!   else 503.
@@ -255,7 +256,7 @@ impl ConfigApi {
     }
 
     fn current(&self) -> Response<Full<Bytes>> {
-        let body = match &*self.cell.load() {
+        let mut body = match &*self.cell.load() {
             Some(snapshot) => serde_json::json!({
                 "version": snapshot.config_version,
                 "hash": snapshot.content_hash,
@@ -263,7 +264,16 @@ impl ConfigApi {
             }),
             None => serde_json::json!({"version": null, "hash": null, "ready": false}),
         };
+        self.add_tunnel(&mut body);
         json(StatusCode::OK, &body)
+    }
+
+    /// Adds `"tunnel": {"registered": N}` to `body` when a tunnel is served, so
+    /// whoever pushes learns whether the plane is reachable through it.
+    fn add_tunnel(&self, body: &mut serde_json::Value) {
+        if let Some(tunnel) = &self.tunnel {
+            body["tunnel"] = serde_json::json!({"registered": tunnel.registered()});
+        }
     }
 
     async fn put_config(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -294,10 +304,14 @@ impl ConfigApi {
             Err(err) => return error(StatusCode::BAD_REQUEST, &Error::ConfigJson(err).chain()),
         };
         match self.apply(&config).await {
-            Ok(snapshot) => json(
-                StatusCode::OK,
-                &serde_json::json!({"version": snapshot.config_version, "hash": snapshot.content_hash}),
-            ),
+            Ok(snapshot) => {
+                let mut body = serde_json::json!({
+                    "version": snapshot.config_version,
+                    "hash": snapshot.content_hash,
+                });
+                self.add_tunnel(&mut body);
+                json(StatusCode::OK, &body)
+            }
             Err(err @ Error::StaleVersion { current, .. }) => json(
                 StatusCode::CONFLICT,
                 &serde_json::json!({"error": err.to_string(), "currentVersion": current}),

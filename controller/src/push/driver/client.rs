@@ -174,6 +174,7 @@ impl Client {
                 Ok(Reported {
                     version: state.version,
                     hash: state.hash,
+                    tunnel_registered: state.tunnel.map(|t| t.registered),
                 })
             }
             StatusCode::UNAUTHORIZED => Err(Failure::Unauthorized),
@@ -222,11 +223,19 @@ impl Client {
 }
 
 /// `GET /config` and a taken `PUT /config`: `version` and `hash`, `null` before
-/// the first config.
+/// the first config; `tunnel` on a plane serving one.
 #[derive(Deserialize)]
 struct ServingBody {
     version: Option<u64>,
     hash: Option<String>,
+    #[serde(default)]
+    tunnel: Option<TunnelBody>,
+}
+
+/// `"tunnel": {"registered": N}`.
+#[derive(Deserialize)]
+struct TunnelBody {
+    registered: u32,
 }
 
 /// An error answer: `{"error"}`, and `currentVersion` with a 409.

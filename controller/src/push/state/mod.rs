@@ -65,6 +65,9 @@ pub struct Reported {
     /// The content hash of what it serves; `None` before its first config, or
     /// unknown (after a 409, which names only the version).
     pub hash: Option<String>,
+    /// With a tunnel, how many of its tunnel connections are registered; `None`
+    /// for a pod serving no tunnel (or not saying).
+    pub tunnel_registered: Option<u32>,
 }
 
 impl Reported {
@@ -78,6 +81,15 @@ impl Reported {
         Self {
             version: Some(version),
             hash: Some(hash.into()),
+            tunnel_registered: None,
+        }
+    }
+
+    /// The same, serving a tunnel with `registered` connections registered.
+    pub fn with_tunnel(self, registered: u32) -> Self {
+        Self {
+            tunnel_registered: Some(registered),
+            ..self
         }
     }
 }
@@ -117,6 +129,11 @@ pub struct PlaneSummary {
     /// How many of them last reported serving some config (the desired one or an
     /// older one a push is about to replace).
     pub serving: usize,
+    /// How many of them last said they serve a tunnel.
+    pub tunnel_pods: usize,
+    /// How many serve some config and, with a tunnel, have a registered
+    /// connection: the pods clients can reach.
+    pub reachable: usize,
     /// The pods whose last request failed, by address.
     pub failing: Vec<PodFailure>,
     /// Whether some pod has failed for longer than [`Timing::sustained_after`]:
@@ -197,6 +214,18 @@ impl Pod {
 
     fn is_serving(&self) -> bool {
         matches!(&self.observed, Observed::Reported { reported, .. } if reported.hash.is_some())
+    }
+
+    /// Whether it last said it serves a tunnel.
+    fn has_tunnel(&self) -> bool {
+        matches!(&self.observed, Observed::Reported { reported, .. } if reported.tunnel_registered.is_some())
+    }
+
+    /// Whether it serves a config and, if it serves a tunnel, has a registered
+    /// connection: whether clients can reach what it serves.
+    fn is_reachable(&self) -> bool {
+        matches!(&self.observed, Observed::Reported { reported, .. }
+            if reported.hash.is_some() && reported.tunnel_registered.is_none_or(|n| n > 0))
     }
 
     fn is_sustained(&self, now: Instant, timing: &Timing) -> bool {
@@ -375,6 +404,7 @@ impl PlaneState {
                 reported: Reported {
                     version: Some(current),
                     hash: None,
+                    tunnel_registered: None,
                 },
                 at: now,
             };
@@ -496,6 +526,8 @@ impl PlaneState {
                 .filter(|pod| pod.is_current(&self.hash))
                 .count(),
             serving: self.pods.values().filter(|pod| pod.is_serving()).count(),
+            tunnel_pods: self.pods.values().filter(|pod| pod.has_tunnel()).count(),
+            reachable: self.pods.values().filter(|pod| pod.is_reachable()).count(),
             sustained: failing.iter().any(|failure| failure.sustained),
             failing,
         }

@@ -481,3 +481,38 @@ fn the_state_machine_has_no_runtime_and_no_clock() {
         assert!(!source.contains(forbidden), "push/state uses {forbidden}");
     }
 }
+
+#[test]
+fn tunnel_pods_count_as_reachable_once_a_connection_is_registered() {
+    let t0 = Instant::now();
+    let mut state = plane(&[pod(1), pod(2)], t0);
+    make_current(&mut state, 1, t0);
+    let summary = state.summary(t0);
+    assert_eq!(
+        (summary.tunnel_pods, summary.reachable),
+        (0, 2),
+        "no tunnel"
+    );
+
+    let recheck = t0 + Timing::default().recheck;
+    assert_eq!(due(&mut state, recheck), vec![get(1), get(2)]);
+    let serving = || Reported::serving(1, DESIRED);
+    state.handle_response(pod(1), Ok(serving().with_tunnel(0)), recheck);
+    state.handle_response(pod(2), Ok(serving().with_tunnel(0)), recheck);
+    let summary = state.summary(recheck);
+    assert_eq!(
+        (summary.serving, summary.tunnel_pods, summary.reachable),
+        (2, 2, 0),
+        "serving, but nobody reaches them through the tunnel yet"
+    );
+    let later = recheck + Timing::default().recheck;
+    assert_eq!(due(&mut state, later), vec![get(1), get(2)]);
+    state.handle_response(pod(1), Ok(serving().with_tunnel(4)), later);
+    state.handle_response(pod(2), Ok(serving().with_tunnel(0)), later);
+    let summary = state.summary(later);
+    assert_eq!((summary.tunnel_pods, summary.reachable), (2, 1));
+    assert!(
+        summary.all_current(),
+        "the tunnel does not change what is pushed"
+    );
+}
