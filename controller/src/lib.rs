@@ -15,6 +15,8 @@
 //!   task per plane;
 //! - [`push_status`]: what the pushes mean for status (`ProxyConfigPushed`,
 //!   `Programmed` held until a pod serves);
+//! - [`render_status`]: a plane that cannot be rendered turns its Gateway
+//!   `Accepted=False` (`InvalidParameters`);
 //! - [`run`]: the reconcile loop that ties them together while this process leads;
 //! - [`serve`]: all of it assembled with the Kubernetes source, as `culvert
 //!   controller` runs it.
@@ -29,6 +31,7 @@ pub mod planes;
 pub mod push;
 pub mod push_status;
 pub mod render;
+pub mod render_status;
 pub mod run;
 pub mod serve;
 

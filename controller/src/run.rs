@@ -52,6 +52,11 @@ pub struct Pass {
     pub applied: usize,
     /// Planes that failed, with why.
     pub failed: BTreeMap<NamespacedName, String>,
+    /// Of those, the ones that failed because of what their Gateway, its
+    /// GatewayConfig or the controller's settings say (a render refusal, a
+    /// Secret a reference names that is missing), not because of the API
+    /// server: their Gateways report it (`Accepted=False`, `InvalidParameters`).
+    pub refused: BTreeMap<NamespacedName, String>,
     /// Objects of unwanted planes deleted.
     pub deleted: usize,
     /// Planes held as they are (their configuration stopped resolving).
@@ -271,6 +276,9 @@ pub async fn reconcile(
             Some(credentials) => Ok(credentials),
             None => Box::pin(apply_plane(cluster, settings, plane, &authority, now)).await,
         };
+        if let Err(PlaneFailure::Parameters(why)) = &outcome {
+            pass.refused.insert(key.clone(), why.clone());
+        }
         match outcome {
             Ok(credentials) => {
                 pass.applied += 1;
@@ -284,9 +292,9 @@ pub async fn reconcile(
                     credentials,
                 });
             }
-            Err(error) => {
+            Err(failure) => {
                 memory.planes.remove(key);
-                pass.failed.insert(key.clone(), error);
+                pass.failed.insert(key.clone(), failure.to_string());
             }
         }
     }
@@ -301,16 +309,36 @@ pub async fn reconcile(
     (applied, pass)
 }
 
+/// Why a plane was not applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaneFailure {
+    /// What the Gateway, its GatewayConfig or the controller's settings say
+    /// cannot be rendered, or a Secret they name is missing: nothing changes
+    /// until someone fixes it.
+    #[error("{0}")]
+    Parameters(String),
+    /// The API server refused or could not be reached: tried again next pass.
+    #[error("{0}")]
+    Cluster(String),
+}
+
+impl From<ClusterError> for PlaneFailure {
+    fn from(error: ClusterError) -> Self {
+        match error {
+            ClusterError::MissingSecret(_) => Self::Parameters(error.to_string()),
+            _ => Self::Cluster(error.to_string()),
+        }
+    }
+}
+
 async fn apply_plane(
     cluster: &Cluster,
     settings: &Settings,
     plane: &DesiredPlane,
     authority: &Authority,
     now: u64,
-) -> Result<PlaneCredentials, String> {
-    let credentials = Box::pin(cluster.credentials(plane, authority, now))
-        .await
-        .map_err(|e: ClusterError| e.to_string())?;
+) -> Result<PlaneCredentials, PlaneFailure> {
+    let credentials = Box::pin(cluster.credentials(plane, authority, now)).await?;
     let spec = PlaneSpec {
         gateway: plane.gateway.clone(),
         config: plane.config.clone(),
@@ -325,12 +353,12 @@ async fn apply_plane(
         },
         tunnel_edges: settings.tunnel_edges.clone(),
     };
-    let rendered = render::render(&spec).map_err(|e| e.to_string())?;
-    let documents = rendered.apply_documents().map_err(|e| e.to_string())?;
+    let rendered = render::render(&spec).map_err(|e| PlaneFailure::Parameters(e.to_string()))?;
+    let documents = rendered
+        .apply_documents()
+        .map_err(|e| PlaneFailure::Cluster(e.to_string()))?;
     for document in &documents {
-        Box::pin(cluster.apply(document))
-            .await
-            .map_err(|e| e.to_string())?;
+        Box::pin(cluster.apply(document)).await?;
     }
     Ok(credentials)
 }

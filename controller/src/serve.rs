@@ -2,19 +2,22 @@
 //! status writes), the translation hook that yields the [`Wanted`] planes, the
 //! reconcile loop, the [`Pusher`] fed by each pass, and the status overlay that
 //! puts the pushes into Gateway and route status (written again only when what it
-//! says changes). [`start`] connects and starts the source; [`Controller::run`]
+//! says changes), and the Gateways whose planes cannot be rendered
+//! ([`render_status`]). [`start`] connects and starts the source; [`Controller::run`]
 //! drives the rest on the caller's runtime until a stop.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use culvert_control_lite::store::NamespacedName;
 use culvert_kubernetes::{KubernetesSource, SourceConfig, StatusOverlay, TranslationHook};
 use tokio::sync::watch;
 
 use crate::cluster::Cluster;
 use crate::planes::{self, Wanted};
 use crate::push::{PushSettings, Pusher, Summaries};
-use crate::push_status;
 use crate::run::{Desired, Feeder, Settings, run};
+use crate::{push_status, render_status};
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +38,8 @@ pub struct Controller {
     settings: Settings,
     pusher: Pusher,
     desired: watch::Receiver<Desired>,
-    wake: watch::Sender<u64>,
+    wake: Arc<watch::Sender<u64>>,
+    refused: Arc<watch::Sender<BTreeMap<NamespacedName, String>>>,
 }
 
 /// Connects with `source` (its `on_translation`, `status_overlay` and
@@ -52,8 +56,11 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
         desired_tx.send_replace(Some(Arc::new(wanted)));
     })));
     let shared_in = settings.namespace.clone();
+    let refused = Arc::new(watch::Sender::new(BTreeMap::new()));
+    let refusals = refused.subscribe();
     source.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {
         push_status::overlay(translation, &summaries.borrow(), Some(&shared_in));
+        render_status::overlay(translation, &refusals.borrow());
     })));
     source.status_wake = Some(wake_rx);
     let kubeconfig = source.kubeconfig.clone();
@@ -69,7 +76,8 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
         settings,
         pusher,
         desired,
-        wake,
+        wake: Arc::new(wake),
+        refused,
     })
 }
 
@@ -94,8 +102,9 @@ impl Controller {
             pusher,
             desired,
             wake,
+            refused,
         } = self;
-        let waker = tokio::spawn(wake_on_status_change(pusher.subscribe(), wake));
+        let waker = tokio::spawn(wake_on_status_change(pusher.subscribe(), Arc::clone(&wake)));
         let mut feeder = Feeder::new(pusher);
         run(
             cluster,
@@ -113,6 +122,18 @@ impl Controller {
                 for (plane, error) in feeder.feed(applied, pass) {
                     tracing::warn!(%plane, %error, "plane not pushed to");
                 }
+                // The refusals of this pass; a plane the API server kept this pass
+                // from deciding keeps what was known about it.
+                let mut known = refused.borrow().clone();
+                known.retain(|key, _| pass.failed.contains_key(key));
+                known.extend(pass.refused.iter().map(|(k, v)| (k.clone(), v.clone())));
+                if refused.send_if_modified(|current| {
+                    let changed = *current != known;
+                    *current = known;
+                    changed
+                }) {
+                    wake.send_modify(|n| *n += 1);
+                }
             },
         )
         .await;
@@ -126,7 +147,7 @@ impl Controller {
 /// push attempt), so the source writes it.
 async fn wake_on_status_change(
     mut summaries: watch::Receiver<Summaries>,
-    wake: watch::Sender<u64>,
+    wake: Arc<watch::Sender<u64>>,
 ) {
     let mut last = push_status::view(&summaries.borrow_and_update());
     while summaries.changed().await.is_ok() {

@@ -266,6 +266,36 @@ async fn the_controller_renders_a_dedicated_plane_and_stops_on_sigterm() {
         },
     )
     .await;
+    // A GatewayConfig the plane cannot be rendered from: the Gateway says why.
+    let mut config = server
+        .get("culvert.dev/v1alpha1", "GatewayConfig", Some("default"), "own")
+        .unwrap();
+    config["spec"] = json!({"replicas": 3_000_000_000_u64});
+    config["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(config).unwrap();
+    until(
+        "the Gateway reports the render refusal",
+        Duration::from_secs(20),
+        async || {
+            let gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+            gateway["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c["type"] == "Accepted"
+                        && c["status"] == "False"
+                        && c["reason"] == "InvalidParameters"
+                        && c["message"].as_str().is_some_and(|m| {
+                            m.contains("replicas 3000000000 is more than a Deployment takes")
+                        })
+                })
+        },
+    )
+    .await;
     // SIGTERM: the process stops on its own, with status 0.
     let killed = Command::new("kill")
         .args(["-TERM", &controller.0.id().to_string()])
