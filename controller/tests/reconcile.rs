@@ -27,6 +27,10 @@ use tokio::sync::watch;
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 const GW: &str = "gateway.networking.k8s.io/v1";
 
+/// Secret data of a connector token for the same tunnel as `edge-tunnel`'s, with
+/// another secret.
+const ROTATED_TOKEN: &str = "ZXlKaElqb2lNREV5TXpRMU5qYzRPV0ZpWTJSbFpqQXhNak0wTlRZM09EbGhZbU5rWldZaUxDSjBJam9pTm1abU5ESmhaVEl0TnpZMVpDMDBZV1JtTFRneE1USXRNekZqTlRWak1UVTFNV1ZtSWl3aWN5STZJbU50T1RCWldGSnNXa014ZWxwWFRubGFXRkYwWTIwNU1GbFlVbXhhUXpGNldsZE9lVnBZVVhSTlJFVTlJbjA9";
+
 fn settings() -> Settings {
     Settings {
         namespace: "culvert-system".to_owned(),
@@ -264,6 +268,24 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
             .unwrap()["data"],
         token["data"]
     );
+
+    // Rotating the tunnel token (a new secret for the same tunnel) changes the
+    // hash on the pod template, which rolls the pods.
+    let mut tunnel = server
+        .get("v1", "Secret", Some("default"), "edge-tunnel")
+        .unwrap();
+    tunnel["data"]["token"] = json!(ROTATED_TOKEN);
+    tunnel["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(tunnel).unwrap();
+    eventually("the rotation changes the pod template's hash", || {
+        deployment().is_some_and(|d| {
+            d["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH_ANNOTATION] != hash
+        })
+    })
+    .await;
 
     // An object Culvert did not render, or one whose owner reference was
     // stripped, is never removed.

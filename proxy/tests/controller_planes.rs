@@ -5,8 +5,9 @@
 //! plane's token and certificate; the planes run with them; every push is HTTPS
 //! with that token. A route change reaches both planes; a plane that refuses the
 //! controller does not hold up the other; a plane restarted empty gets the config
-//! back by replay. A Gateway without a GatewayConfig is served the same way by
-//! its class's shared plane, whose pod runs with that plane's own credentials.
+//! back by replay; a pod whose certificate has expired is pushed nothing. A
+//! Gateway without a GatewayConfig is served the same way by its class's shared
+//! plane, whose pod runs with that plane's own credentials.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -24,6 +25,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use culvert_bench::{EchoBackend, EchoConfig};
+use culvert_controller::credentials::Authority;
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt as _, Full};
@@ -411,5 +413,90 @@ async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plan
         },
     )
     .await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_plane_pod_with_an_expired_certificate_gets_no_push() {
+    let port = free_port();
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, free_port()) {
+        server.create(object).unwrap();
+    }
+    server
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
+        .unwrap();
+    server
+        .create(
+            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+            "metadata": {"name": "own", "namespace": "default"}, "spec": {}}),
+        )
+        .unwrap();
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-expired-plane");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args(["--image", "culvert:test", "--identity", "controller-1"])
+        .args(["--resync", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _controller = Process(controller);
+    let mut credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+
+    // The pod serves a certificate from the controller's own CA, for the right
+    // name, that ended months ago.
+    let authority = Authority {
+        common_name: "culvert-controller".to_owned(),
+        certificate_pem: secret_value(&server, "culvert-system", "culvert-controller-ca", "ca.crt")
+            .unwrap(),
+        key_pem: secret_value(&server, "culvert-system", "culvert-controller-ca", "ca.key")
+            .unwrap(),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expired = authority
+        .issue(&credentials.server_name, now - 200 * 86_400)
+        .unwrap();
+    credentials.cert = write(&dir, "expired.crt", &expired.certificate_pem);
+    credentials.key = write(&dir, "expired.key", &expired.key_pem);
+    let pod: SocketAddr = "127.0.43.1:8081".parse().unwrap();
+    let _pod = start_plane(pod, &credentials, &credentials.token);
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.43.1"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+    until(
+        "the Gateway reports the refused certificate",
+        Duration::from_secs(20),
+        async || {
+            pushed(&server, "Gateway", "edge").is_some_and(|(status, _, message)| {
+                status == "False" && message.starts_with("pushes to 1 of 1 pods fail (tls)")
+            })
+        },
+    )
+    .await;
+    // Nothing reached the pod: its listener port was never opened.
+    let listener = SocketAddr::from(([127, 0, 0, 1], port));
+    let request = Request::get("/")
+        .header("host", "www.example.com")
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    assert!(try_send(listener, request).await.is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -268,7 +268,12 @@ async fn the_controller_renders_a_dedicated_plane_and_stops_on_sigterm() {
     .await;
     // A GatewayConfig the plane cannot be rendered from: the Gateway says why.
     let mut config = server
-        .get("culvert.dev/v1alpha1", "GatewayConfig", Some("default"), "own")
+        .get(
+            "culvert.dev/v1alpha1",
+            "GatewayConfig",
+            Some("default"),
+            "own",
+        )
         .unwrap();
     config["spec"] = json!({"replicas": 3_000_000_000_u64});
     config["metadata"]
