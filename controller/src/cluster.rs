@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::credentials::{Authority, CredentialError};
 use crate::planes::DesiredPlane;
-use crate::render::{MANAGED_BY, OwnerKind, PlaneNames, SecretKey, label};
+use crate::render::{MANAGED_BY, OwnerKind, PlaneNames, PlaneSecrets, SecretKey, label};
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "culvert-controller";
@@ -75,19 +75,14 @@ fn api_error(what: impl Into<String>) -> impl FnOnce(kube::Error) -> ClusterErro
     move |source| ClusterError::Api { what, source }
 }
 
-/// The plane's Secrets as rendering names them, and a hash of what they hold.
+/// The plane's Secrets as rendering names them, with the hash of what they hold
+/// (SHA-256, 16 hex digits), and the config API token for the pushes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlaneCredentials {
-    /// The config API token's Secret key.
-    pub token: SecretKey,
-    /// The token itself, for the pushes.
+    /// The Secrets and their hash.
+    pub secrets: PlaneSecrets,
+    /// The config API token itself, for the pushes.
     pub token_value: String,
-    /// The serving certificate's Secret.
-    pub tls_secret: String,
-    /// The tunnel token's Secret key, when the plane has a tunnel.
-    pub tunnel_token: Option<SecretKey>,
-    /// SHA-256 (hex, 16 digits) over the data of those Secrets.
-    pub content_hash: String,
 }
 
 /// Writes to one cluster.
@@ -165,41 +160,32 @@ impl Cluster {
     ) -> Result<PlaneCredentials, ClusterError> {
         let namespace = &plane.gateway.namespace;
         let names = plane.gateway.names();
+        let mut secrets = plane.secrets(String::new());
         let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         let mut hashed = Vec::new();
-        let (token, token_value) = match &plane.config.config_api_token_ref {
-            Some(reference) => {
-                let key = SecretKey {
-                    name: reference.name.clone(),
-                    key: TOKEN_KEY.to_owned(),
-                };
-                let value = self.secret_value(&api, namespace, &key).await?;
-                (key, value)
+        let token_value = match &plane.config.config_api_token_ref {
+            Some(_) => {
+                self.secret_value(&api, namespace, &secrets.config_token)
+                    .await?
             }
-            None => self.generated_token(&api, plane, &names).await?,
+            None => {
+                self.generated_token(&api, plane, &names, &secrets.config_token)
+                    .await?
+            }
         };
         hashed.push(token_value.clone());
-        let tls_secret = format!("{}-config-tls", names.workload);
         let certificate = self
-            .serving_certificate(&api, plane, &names, &tls_secret, authority, now)
+            .serving_certificate(&api, plane, &names, &secrets.config_tls, authority, now)
             .await?;
         hashed.push(certificate);
-        let tunnel_token = match (&plane.config.tunnel, &plane.class_tunnel) {
-            (Some(tunnel), _) => {
-                let key = SecretKey {
-                    name: tunnel.token_ref.name.clone(),
-                    key: TOKEN_KEY.to_owned(),
-                };
-                hashed.push(self.secret_value(&api, namespace, &key).await?);
-                Some(key)
-            }
-            (None, Some(reference)) => {
-                let (key, value) = self.class_tunnel_copy(plane, &names, reference).await?;
-                hashed.push(value);
-                Some(key)
-            }
-            (None, None) => None,
-        };
+        match (&plane.class_tunnel, &secrets.tunnel_token) {
+            (_, None) => {}
+            (None, Some(key)) => hashed.push(self.secret_value(&api, namespace, key).await?),
+            (Some(reference), Some(copy)) => hashed.push(
+                self.class_tunnel_copy(plane, &names, reference, copy)
+                    .await?,
+            ),
+        }
         let mut context = digest::Context::new(&digest::SHA256);
         for part in &hashed {
             context.update(&(part.len() as u64).to_be_bytes());
@@ -212,12 +198,10 @@ impl Cluster {
             .take(8)
             .map(|b| format!("{b:02x}"))
             .collect();
+        secrets.content_hash = content_hash;
         Ok(PlaneCredentials {
-            token,
+            secrets,
             token_value,
-            tls_secret,
-            tunnel_token,
-            content_hash,
         })
     }
 
@@ -257,7 +241,8 @@ impl Cluster {
         plane: &DesiredPlane,
         names: &PlaneNames,
         reference: &SecretKeyReference,
-    ) -> Result<(SecretKey, String), ClusterError> {
+        copy: &SecretKey,
+    ) -> Result<String, ClusterError> {
         let source: Api<Secret> = Api::namespaced(self.client.clone(), &reference.namespace);
         let original = SecretKey {
             name: reference.name.clone(),
@@ -269,19 +254,15 @@ impl Cluster {
         let value = self
             .secret_value(&source, &reference.namespace, &original)
             .await?;
-        let copy = SecretKey {
-            name: format!("{}-tunnel", names.workload),
-            key: TOKEN_KEY.to_owned(),
-        };
         let secret = owned_secret(
             plane,
             names,
             &copy.name,
-            BTreeMap::from([(TOKEN_KEY, &value)]),
+            BTreeMap::from([(copy.key.as_str(), &value)]),
             None,
         );
         self.apply(&secret).await?;
-        Ok((copy, value))
+        Ok(value)
     }
 
     /// The token Secret the controller generates for a plane: read when it
@@ -291,11 +272,8 @@ impl Cluster {
         api: &Api<Secret>,
         plane: &DesiredPlane,
         names: &PlaneNames,
-    ) -> Result<(SecretKey, String), ClusterError> {
-        let key = SecretKey {
-            name: format!("{}-token", names.workload),
-            key: TOKEN_KEY.to_owned(),
-        };
+        key: &SecretKey,
+    ) -> Result<String, ClusterError> {
         let namespace = &plane.gateway.namespace;
         if let Some(secret) = api.get_opt(&key.name).await.map_err(api_error(format!(
             "reading Secret {namespace}/{}",
@@ -305,7 +283,7 @@ impl Cluster {
                 .remove(TOKEN_KEY)
                 .filter(|v| !v.is_empty())
             {
-                return Ok((key, value));
+                return Ok(value);
             }
         }
         let value = crate::credentials::random_token()?;
@@ -317,7 +295,7 @@ impl Cluster {
             None,
         );
         self.apply(&secret).await?;
-        Ok((key, value))
+        Ok(value)
     }
 
     /// The serving certificate Secret: kept while it is from `authority` and not

@@ -339,20 +339,7 @@ async fn apply_plane(
     now: u64,
 ) -> Result<PlaneCredentials, PlaneFailure> {
     let credentials = Box::pin(cluster.credentials(plane, authority, now)).await?;
-    let spec = PlaneSpec {
-        gateway: plane.gateway.clone(),
-        config: plane.config.clone(),
-        image: settings.image.clone(),
-        controller: settings.controller_pods.clone(),
-        metrics_scrapers: Vec::new(),
-        secrets: PlaneSecrets {
-            config_token: credentials.token.clone(),
-            config_tls: credentials.tls_secret.clone(),
-            tunnel_token: credentials.tunnel_token.clone(),
-            content_hash: credentials.content_hash.clone(),
-        },
-        tunnel_edges: settings.tunnel_edges.clone(),
-    };
+    let spec = plane_spec(settings, plane, credentials.secrets.clone());
     let rendered = render::render(&spec).map_err(|e| PlaneFailure::Parameters(e.to_string()))?;
     let documents = rendered
         .apply_documents()
@@ -361,4 +348,18 @@ async fn apply_plane(
         Box::pin(cluster.apply(document)).await?;
     }
     Ok(credentials)
+}
+
+/// What rendering `plane` needs: the plane, the controller's `settings` and the
+/// plane's `secrets`.
+pub fn plane_spec(settings: &Settings, plane: &DesiredPlane, secrets: PlaneSecrets) -> PlaneSpec {
+    PlaneSpec {
+        gateway: plane.gateway.clone(),
+        config: plane.config.clone(),
+        image: settings.image.clone(),
+        controller: settings.controller_pods.clone(),
+        metrics_scrapers: Vec::new(),
+        secrets,
+        tunnel_edges: settings.tunnel_edges.clone(),
+    }
 }

@@ -123,3 +123,105 @@ spec:
         "{out}"
     );
 }
+
+fn render(path: &Path) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args([
+            "--image",
+            "culvert:test",
+            "--tunnel-edge",
+            "198.41.192.7:7844",
+        ])
+        .arg("--render")
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn controller_render_prints_every_plane_without_a_cluster() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes/examples/planes");
+    let (ok, out, err) = render(&example);
+    assert!(ok, "{err}");
+    let documents: Vec<serde_json::Value> = out
+        .split("\n---\n")
+        .map(|part| part.trim_start_matches("---\n"))
+        .map(|part| {
+            part.lines()
+                .filter(|l| !l.starts_with('#'))
+                .collect::<String>()
+        })
+        .map(|json| serde_json::from_str(&json).unwrap())
+        .collect();
+    let names: Vec<String> = documents
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}/{}",
+                d["kind"].as_str().unwrap(),
+                d["metadata"]["namespace"].as_str().unwrap(),
+                d["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Service culvert-system/culvert-class-culvert-config",
+            "NetworkPolicy culvert-system/culvert-class-culvert",
+            "Deployment culvert-system/culvert-class-culvert",
+            "PodDisruptionBudget culvert-system/culvert-class-culvert",
+            "Service team-a/culvert-edge-config",
+            "NetworkPolicy team-a/culvert-edge",
+            "Deployment team-a/culvert-edge",
+            "PodDisruptionBudget team-a/culvert-edge",
+            "HorizontalPodAutoscaler team-a/culvert-edge",
+        ]
+    );
+    let deployment = |namespace: &str| {
+        documents
+            .iter()
+            .find(|d| d["kind"] == "Deployment" && d["metadata"]["namespace"] == namespace)
+            .unwrap()
+    };
+    let shared = deployment("culvert-system");
+    assert_eq!(
+        shared["metadata"]["ownerReferences"][0]["kind"],
+        "GatewayClass"
+    );
+    let volumes = shared["spec"]["template"]["spec"]["volumes"].to_string();
+    assert!(
+        volumes.contains("culvert-class-culvert-tunnel"),
+        "{volumes}"
+    );
+    let dedicated = deployment("team-a");
+    assert_eq!(dedicated["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        dedicated["spec"]["template"]["metadata"]["annotations"]["culvert.dev/secrets-hash"],
+        "0000000000000000"
+    );
+    let args = dedicated["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("198.41.192.7:7844"), "{args}");
+
+    // A plane that cannot be rendered fails the command and says why.
+    let broken = std::fs::read_to_string(example.join("cluster.yaml"))
+        .unwrap()
+        .replace(
+            "  replicas: 2\n  autoscaling:",
+            "  replicas: 3000000000\n  autoscaling:",
+        );
+    let dir = scratch("render-broken", &broken);
+    let (ok, _, err) = render(&dir);
+    assert!(!ok);
+    assert!(
+        err.contains("the plane of Gateway team-a/edge cannot be rendered"),
+        "{err}"
+    );
+}

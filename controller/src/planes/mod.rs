@@ -18,13 +18,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use culvert_control_lite::model::{
-    CULVERT_GROUP, DEFAULT_SHARED_REPLICAS, GatewayConfigSpec, SecretKeyReference,
+    CULVERT_GROUP, DEFAULT_SHARED_REPLICAS, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY,
 };
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{DataPlaneId, PlaneRefusal, Translation};
 use culvert_router::DataPlaneConfig;
 
-use crate::render::{CONFIG_API_PORT, GatewayRef};
+use crate::render::{CONFIG_API_PORT, GatewayRef, PlaneSecrets, SecretKey};
 
 /// One plane as the translation wants it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,34 @@ impl DesiredPlane {
     /// Its key among all planes ([`GatewayRef::key`]).
     pub fn key(&self) -> NamespacedName {
         self.gateway.key()
+    }
+
+    /// The Secrets its pods mount, as the controller names them, with
+    /// `content_hash` (the hash of their data, which only the cluster knows): the
+    /// config API token (`configApiTokenRef`, else the generated one), the serving
+    /// certificate, and the tunnel token (the GatewayConfig's, or a shared plane's
+    /// copy of its class's).
+    pub fn secrets(&self, content_hash: String) -> PlaneSecrets {
+        let names = self.gateway.names();
+        let token_key = |name: &str| SecretKey {
+            name: name.to_owned(),
+            key: TOKEN_KEY.to_owned(),
+        };
+        let config_token = match &self.config.config_api_token_ref {
+            Some(reference) => token_key(&reference.name),
+            None => token_key(&names.token_secret),
+        };
+        let tunnel_token = match (&self.config.tunnel, &self.class_tunnel) {
+            (Some(tunnel), _) => Some(token_key(&tunnel.token_ref.name)),
+            (None, Some(_)) => Some(token_key(&names.tunnel_secret)),
+            (None, None) => None,
+        };
+        PlaneSecrets {
+            config_token,
+            config_tls: names.config_tls_secret,
+            tunnel_token,
+            content_hash,
+        }
     }
 }
 

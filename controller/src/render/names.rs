@@ -33,6 +33,13 @@ pub struct PlaneNames {
     pub workload: String,
     /// The headless Service of the config API: `culvert-<gateway>-config`.
     pub config_service: String,
+    /// The config API token Secret the controller generates:
+    /// `culvert-<gateway>-token`.
+    pub token_secret: String,
+    /// The config API's serving certificate Secret: `culvert-<gateway>-config-tls`.
+    pub config_tls_secret: String,
+    /// A shared plane's copy of its class tunnel's token: `culvert-<gateway>-tunnel`.
+    pub tunnel_secret: String,
     /// Which plane, as a label value (`app.kubernetes.io/instance`, and for a
     /// Gateway's plane `gateway.networking.k8s.io/gateway-name`): the Gateway's
     /// name, or `class-<class>` for a class's shared plane.
@@ -45,6 +52,9 @@ impl PlaneNames {
         let base = base_name(gateway);
         Self {
             config_service: format!("{base}{CONFIG_SUFFIX}"),
+            token_secret: format!("{base}-token"),
+            config_tls_secret: format!("{base}{CONFIG_SUFFIX}-tls"),
+            tunnel_secret: format!("{base}-tunnel"),
             workload: base,
             instance_label: label_value(gateway),
         }

@@ -4,7 +4,9 @@
 //! Gateway whose `spec.infrastructure.parametersRef` names a `GatewayConfig`
 //! renders, applies, heals and removes that plane's objects and credentials
 //! (`culvert_controller`), and pushes each plane's config to its pods over their
-//! config API. It serves no traffic itself; until SIGINT or SIGTERM.
+//! config API. It serves no traffic itself; until SIGINT or SIGTERM. With
+//! `--render`, it prints what it would apply for manifests instead
+//! ([`super::render_planes`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -62,6 +64,10 @@ pub(crate) struct ControllerArgs {
     /// Longest time between two reconciles of every plane.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     resync: Duration,
+    /// Print what would be applied for the manifests at this path (file or
+    /// directory) and exit, without a cluster.
+    #[arg(long, value_name = "FILE|DIR")]
+    render: Option<PathBuf>,
 }
 
 fn parse_pull_policy(text: &str) -> Result<PullPolicy, String> {
@@ -104,6 +110,9 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
         tunnel_edges: args.tunnel_edges.clone(),
         resync: args.resync,
     };
+    if let Some(path) = &args.render {
+        return super::render_planes::run(path, &args.controller_name, &settings);
+    }
 
     let mut config = SourceConfig::new(&args.controller_name);
     config.kubeconfig.clone_from(&args.kubeconfig);

@@ -4,6 +4,7 @@ mod controller;
 mod drain;
 mod install;
 mod logging;
+mod render_planes;
 mod route;
 mod serve;
 mod validate;
