@@ -54,6 +54,12 @@ pub fn propagated(store: &Store, namespace: &str, name: &str) -> Result<(), Stri
             content_hash: "0".to_owned(),
         },
         tunnel_edges: Vec::new(),
+        listener_ports: gateway
+            .spec
+            .listeners
+            .iter()
+            .filter_map(|l| u16::try_from(l.port).ok())
+            .collect(),
     };
     let rendered = render::render(&spec).map_err(|e| format!("rendering the plane: {e}"))?;
     let documents = rendered

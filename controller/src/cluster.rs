@@ -85,6 +85,17 @@ pub struct PlaneCredentials {
     pub token_value: String,
 }
 
+/// The rendered objects to keep when pruning, by `(namespace, name)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// Deployments, NetworkPolicies and PodDisruptionBudgets.
+    pub workloads: BTreeSet<NamespacedName>,
+    /// Services: config Services, and the data Services of planes that have one.
+    pub services: BTreeSet<NamespacedName>,
+    /// HorizontalPodAutoscalers (a plane without autoscaling keeps none).
+    pub autoscalers: BTreeSet<NamespacedName>,
+}
+
 /// Writes to one cluster.
 #[derive(Clone)]
 pub struct Cluster {
@@ -369,25 +380,19 @@ impl Cluster {
         Ok((api, name))
     }
 
-    /// Deletes rendered objects whose `(namespace, name)` is not in `keep`, of
-    /// every kind rendering makes; `keep_autoscalers` is the same for
-    /// HorizontalPodAutoscalers (a plane without autoscaling keeps none). Returns
-    /// how many were deleted.
-    pub async fn prune(
-        &self,
-        keep: &BTreeSet<NamespacedName>,
-        keep_autoscalers: &BTreeSet<NamespacedName>,
-    ) -> Result<usize, ClusterError> {
+    /// Deletes rendered objects of every kind rendering makes that `keep` does
+    /// not name. Returns how many were deleted.
+    pub async fn prune(&self, keep: &Keep) -> Result<usize, ClusterError> {
         let kinds: [(&str, &str, &str, &BTreeSet<NamespacedName>); 5] = [
-            ("apps", "v1", "Deployment", keep),
-            ("", "v1", "Service", keep),
-            ("networking.k8s.io", "v1", "NetworkPolicy", keep),
-            ("policy", "v1", "PodDisruptionBudget", keep),
+            ("apps", "v1", "Deployment", &keep.workloads),
+            ("", "v1", "Service", &keep.services),
+            ("networking.k8s.io", "v1", "NetworkPolicy", &keep.workloads),
+            ("policy", "v1", "PodDisruptionBudget", &keep.workloads),
             (
                 "autoscaling",
                 "v2",
                 "HorizontalPodAutoscaler",
-                keep_autoscalers,
+                &keep.autoscalers,
             ),
         ];
         let selector = format!("{}={MANAGED_BY}", label::MANAGED_BY);

@@ -17,6 +17,9 @@
 //!   `Programmed` held until a pod serves);
 //! - [`render_status`]: a plane that cannot be rendered turns its Gateway
 //!   `Accepted=False` (`InvalidParameters`);
+//! - [`addresses`]: the addresses Gateways on the controller's planes report
+//!   (the data Service's load balancer, `AddressNotAssigned` until there is one;
+//!   a tunnel's name);
 //! - [`run`]: the reconcile loop that ties them together while this process leads;
 //! - [`serve`]: all of it assembled with the Kubernetes source, as `culvert
 //!   controller` runs it.
@@ -24,6 +27,7 @@
 //! Start at [`serve::start`].
 #![forbid(unsafe_code)]
 
+pub mod addresses;
 pub mod cluster;
 pub mod credentials;
 mod error;

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use culvert_control_lite::store::NamespacedName;
 use tokio::sync::watch;
 
-use crate::cluster::{Cluster, ClusterError, PlaneCredentials};
+use crate::cluster::{Cluster, ClusterError, Keep, PlaneCredentials};
 use crate::credentials::Authority;
 use crate::planes::{DesiredPlane, Wanted};
 use crate::push::{PlaneKey, PlaneTarget, Pusher};
@@ -156,11 +156,15 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// The credentials applied for `plane` when its Gateway and GatewayConfig are
-    /// as they were.
+    /// The credentials applied for `plane` when its Gateway, GatewayConfig, class
+    /// tunnel and listener ports (its data Service's) are as they were.
     fn unchanged(&self, key: &NamespacedName, plane: &DesiredPlane) -> Option<&PlaneCredentials> {
         let (before, credentials) = self.planes.get(key)?;
-        (before.gateway == plane.gateway && before.config == plane.config).then_some(credentials)
+        (before.gateway == plane.gateway
+            && before.config == plane.config
+            && before.class_tunnel == plane.class_tunnel
+            && before.listener_ports() == plane.listener_ports())
+        .then_some(credentials)
     }
 }
 
@@ -254,22 +258,29 @@ pub async fn reconcile(
     let same_set = memory.held == wanted.held
         && memory.planes.len() == planes.len()
         && planes.keys().all(|key| memory.planes.contains_key(key));
-    let mut keep = BTreeSet::new();
-    let mut keep_autoscalers = BTreeSet::new();
+    let mut keep = Keep::default();
     // A held plane keeps every object it has, untouched.
     for key in &wanted.held {
         let names = PlaneNames::new(&key.1);
-        keep.insert((key.0.clone(), names.workload.clone()));
-        keep.insert((key.0.clone(), names.config_service.clone()));
-        keep_autoscalers.insert((key.0.clone(), names.workload));
+        let stem = (key.0.clone(), names.workload.clone());
+        keep.workloads.insert(stem.clone());
+        keep.services.insert(stem.clone());
+        keep.services
+            .insert((key.0.clone(), names.config_service.clone()));
+        keep.autoscalers.insert(stem);
     }
     for (key, plane) in planes {
         let names = plane.gateway.names();
         // Whatever happens to it this pass, a wanted plane's objects stay.
-        keep.insert((key.0.clone(), names.workload.clone()));
-        keep.insert((key.0.clone(), names.config_service.clone()));
+        let stem = (key.0.clone(), names.workload.clone());
+        keep.workloads.insert(stem.clone());
+        keep.services
+            .insert((key.0.clone(), names.config_service.clone()));
+        if plane.has_data_service() {
+            keep.services.insert(stem.clone());
+        }
         if plane.config.autoscaling.is_some() {
-            keep_autoscalers.insert((key.0.clone(), names.workload.clone()));
+            keep.autoscalers.insert(stem);
         }
         let remembered = memory.unchanged(key, plane).filter(|_| !full).cloned();
         let outcome = match remembered {
@@ -301,7 +312,7 @@ pub async fn reconcile(
     memory.planes.retain(|key, _| planes.contains_key(key));
     memory.held.clone_from(&wanted.held);
     if full || !same_set {
-        match Box::pin(cluster.prune(&keep, &keep_autoscalers)).await {
+        match Box::pin(cluster.prune(&keep)).await {
             Ok(deleted) => pass.deleted = deleted,
             Err(error) => tracing::warn!(%error, "removing unwanted plane objects failed"),
         }
@@ -361,5 +372,6 @@ pub fn plane_spec(settings: &Settings, plane: &DesiredPlane, secrets: PlaneSecre
         metrics_scrapers: Vec::new(),
         secrets,
         tunnel_edges: settings.tunnel_edges.clone(),
+        listener_ports: plane.listener_ports(),
     }
 }

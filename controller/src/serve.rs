@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use culvert_control_lite::store::NamespacedName;
+use culvert_kubernetes::addresses::SharedAssigner;
 use culvert_kubernetes::{KubernetesSource, SourceConfig, StatusOverlay, TranslationHook};
 use tokio::sync::watch;
 
+use crate::addresses::PlaneAddresses;
 use crate::cluster::Cluster;
 use crate::planes::{self, Wanted};
 use crate::push::{PushSettings, Pusher, Summaries};
@@ -54,6 +56,9 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
         let wanted = planes::wanted(store, translation, Some(&shared_in));
         desired_tx.send_replace(Some(Arc::new(wanted)));
+    })));
+    source.assigner = Some(SharedAssigner(Arc::new(PlaneAddresses {
+        shared_in: settings.namespace.clone(),
     })));
     let shared_in = settings.namespace.clone();
     let refused = Arc::new(watch::Sender::new(BTreeMap::new()));

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use culvert_control_lite::model::GatewayAddress;
-use culvert_control_lite::store::NamespacedName;
+use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{AddressAssigner, AddressError, FixedAddresses};
 use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
@@ -78,6 +78,15 @@ impl AddressAssigner for Published {
         self.0.assign(gateway, requested)
     }
 
+    fn assign_from(
+        &self,
+        store: &Store,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        self.0.assign_from(store, gateway, requested)
+    }
+
     fn binds(&self) -> bool {
         false
     }
@@ -100,6 +109,15 @@ impl AddressAssigner for SharedAssigner {
         requested: &[GatewayAddress],
     ) -> Result<Vec<GatewayAddress>, AddressError> {
         self.0.assign(gateway, requested)
+    }
+
+    fn assign_from(
+        &self,
+        store: &Store,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        self.0.assign_from(store, gateway, requested)
     }
 
     fn binds(&self) -> bool {

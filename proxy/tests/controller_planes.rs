@@ -413,6 +413,56 @@ async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plan
         },
     )
     .await;
+
+    // Clients reach the plane through its LoadBalancer Service: until that has
+    // an address the Gateway is not programmed, then it reports it.
+    let service = server
+        .get(
+            "v1",
+            "Service",
+            Some("culvert-system"),
+            "culvert-class-culvert",
+        )
+        .expect("the shared plane's data Service");
+    assert_eq!(service["spec"]["type"], "LoadBalancer");
+    assert_eq!(service["spec"]["ports"][0]["port"], port);
+    let programmed = |server: &FakeApiServer| {
+        let gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+        let condition = gateway["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Programmed")
+            .cloned()
+            .unwrap_or_default();
+        (
+            condition["status"].as_str().unwrap_or_default().to_owned(),
+            condition["reason"].as_str().unwrap_or_default().to_owned(),
+            gateway["status"]["addresses"].clone(),
+        )
+    };
+    until(
+        "the Gateway waits for its load balancer",
+        Duration::from_secs(20),
+        async || programmed(&server).1 == "AddressNotAssigned",
+    )
+    .await;
+    let mut balanced = service;
+    balanced["status"] = json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}});
+    balanced["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.write_status(balanced).unwrap();
+    until(
+        "the Gateway reports the load balancer's address",
+        Duration::from_secs(20),
+        async || {
+            let (status, _, addresses) = programmed(&server);
+            status == "True" && addresses == json!([{"type": "IPAddress", "value": "203.0.113.7"}])
+        },
+    )
+    .await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

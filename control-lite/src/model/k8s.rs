@@ -20,6 +20,38 @@ pub struct Service {
     /// Spec.
     #[serde(default)]
     pub spec: ServiceSpec,
+    /// Status: only its load balancer's addresses are kept (a `LoadBalancer`
+    /// Service's address is what a Gateway it fronts reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ServiceStatus>,
+}
+
+/// `Service.status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceStatus {
+    /// The load balancer in front of it, once one is provisioned.
+    #[serde(default)]
+    pub load_balancer: LoadBalancerStatus,
+}
+
+/// `Service.status.loadBalancer`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadBalancerStatus {
+    /// Its addresses.
+    #[serde(default)]
+    pub ingress: Vec<LoadBalancerIngress>,
+}
+
+/// One address of a load balancer: an IP, a host name, or both.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadBalancerIngress {
+    /// An IP address.
+    #[serde(default)]
+    pub ip: Option<String>,
+    /// A DNS name.
+    #[serde(default)]
+    pub hostname: Option<String>,
 }
 
 /// `Service.spec`.

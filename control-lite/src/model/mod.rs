@@ -30,7 +30,8 @@ pub use gateway::{
 pub use grant::{ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 pub use k8s::{
     ConfigMap, Endpoint, EndpointConditions, EndpointPort, EndpointSlice, EndpointTarget,
-    Namespace, Secret, Service, ServicePort, ServiceSpec,
+    LoadBalancerIngress, LoadBalancerStatus, Namespace, Secret, Service, ServicePort, ServiceSpec,
+    ServiceStatus,
 };
 pub use listener_set::{ListenerSet, ListenerSetParentRef, ListenerSetSpec, ListenerSetStatus};
 pub use meta::{Condition, LabelSelector, LabelSelectorRequirement, ObjectMeta};

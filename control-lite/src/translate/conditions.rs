@@ -34,6 +34,7 @@ pub(crate) mod reason {
     pub(crate) const LISTENERS_NOT_VALID: &str = "ListenersNotValid";
     pub(crate) const UNSUPPORTED_ADDRESS: &str = "UnsupportedAddress";
     pub(crate) const ADDRESS_NOT_USABLE: &str = "AddressNotUsable";
+    pub(crate) const ADDRESS_NOT_ASSIGNED: &str = "AddressNotAssigned";
     pub(crate) const UNSUPPORTED_PROTOCOL: &str = "UnsupportedProtocol";
     pub(crate) const PROTOCOL_CONFLICT: &str = "ProtocolConflict";
     pub(crate) const HOSTNAME_CONFLICT: &str = "HostnameConflict";

@@ -115,6 +115,9 @@ pub(crate) struct GatewayState {
     pub(crate) addresses: Vec<GatewayAddress>,
     /// Why the requested addresses cannot be programmed, when they cannot.
     pub(crate) address_problem: Option<String>,
+    /// What its address waits for (a load balancer being provisioned): it keeps
+    /// its plane, since the plane is what gets the address.
+    pub(crate) address_pending: Option<String>,
     /// The address its listeners bind, when the address is an IP.
     pub(crate) local_ip: Option<IpAddr>,
     pub(crate) listeners: Vec<ListenerState>,
@@ -146,6 +149,8 @@ impl GatewayState {
             Verdict::no(reason::INVALID, "gateway is not accepted")
         } else if let Some(problem) = &self.address_problem {
             Verdict::no(reason::ADDRESS_NOT_USABLE, problem.clone())
+        } else if let Some(pending) = &self.address_pending {
+            Verdict::no(reason::ADDRESS_NOT_ASSIGNED, pending.clone())
         } else if self.addresses.is_empty() {
             Verdict::no(reason::ADDRESS_NOT_USABLE, "no address could be assigned")
         } else {
@@ -272,7 +277,11 @@ fn gateway_state(
     let (backend_client_certificate, resolved_refs) =
         backend_tls::client_certificate(store, gateway);
     let mut address_problem = None;
-    let addresses = match options.addresses.assign(key, &gateway.spec.addresses) {
+    let mut address_pending = None;
+    let addresses = match options
+        .addresses
+        .assign_from(store, key, &gateway.spec.addresses)
+    {
         Ok(addresses) => addresses,
         Err(AddressError::UnsupportedType(why)) => {
             if accepted.status {
@@ -282,6 +291,10 @@ fn gateway_state(
         }
         Err(AddressError::NotUsable(why)) => {
             address_problem = Some(why);
+            Vec::new()
+        }
+        Err(AddressError::NotAssigned(why)) => {
+            address_pending = Some(why);
             Vec::new()
         }
     };
@@ -304,6 +317,7 @@ fn gateway_state(
         accepted,
         addresses,
         address_problem,
+        address_pending,
         local_ip,
         listeners: listeners::validate(gateway, store),
         insecure_frontend_validation: client_validation::insecure_fallback(gateway),

@@ -34,6 +34,30 @@ mod routes;
 mod status;
 
 pub use budget::{LISTENERS_PER_GATEWAY, LISTENERS_PER_PLANE};
+
+/// The address Gateways on GatewayClass `class`'s shared plane are reached at
+/// when the class has a tunnel whose token reads: `<tunnel-id>.cfargotunnel.com`.
+pub fn class_tunnel_address(store: &Store, class: &str) -> Option<GatewayAddress> {
+    let reference = store
+        .gateway_classes
+        .get(class)?
+        .spec
+        .parameters_ref
+        .as_ref()
+        .filter(|r| r.group == crate::model::CULVERT_GROUP && r.kind == "GatewayClassConfig")?;
+    let tunnel = store
+        .gateway_class_configs
+        .get(&reference.name)?
+        .spec
+        .tunnel
+        .as_ref()?;
+    let token_ref = &tunnel.token_ref;
+    let key = token_ref.key.as_deref().unwrap_or(crate::model::TOKEN_KEY);
+    let token =
+        admission::tunnel_claims::read_token(store, &token_ref.namespace, &token_ref.name, key)
+            .ok()?;
+    Some(admission::tunnel_claims::tunnel_address(token.tunnel_id))
+}
 pub use redirect::HTTPS_REDIRECT_ANNOTATION;
 pub use status::Translation;
 
@@ -127,6 +151,18 @@ pub trait AddressAssigner {
         requested: &[GatewayAddress],
     ) -> Result<Vec<GatewayAddress>, AddressError>;
 
+    /// The same, for an assigner that also reads the objects being translated
+    /// (`culvert controller` reports the load balancer of a plane's Service);
+    /// [`assign`](Self::assign) by default.
+    fn assign_from(
+        &self,
+        _store: &Store,
+        gateway: &NamespacedName,
+        requested: &[GatewayAddress],
+    ) -> Result<Vec<GatewayAddress>, AddressError> {
+        self.assign(gateway, requested)
+    }
+
     /// Whether the assigned addresses belong to this host, so listeners bind to
     /// them. `false` when they are published elsewhere (the nodes of a DaemonSet):
     /// listeners then bind every address of the pod.
@@ -143,6 +179,9 @@ pub enum AddressError {
     /// A supported type whose value cannot be used here: the Gateway is accepted
     /// but cannot be programmed.
     NotUsable(String),
+    /// No address yet (a load balancer still being provisioned): the Gateway is
+    /// accepted but not programmed, reason `AddressNotAssigned`.
+    NotAssigned(String),
 }
 
 /// Every Gateway gets the same fixed addresses (a bare-metal host or a node); a

@@ -50,6 +50,25 @@ impl DesiredPlane {
         self.gateway.key()
     }
 
+    /// Whether it serves a tunnel: its GatewayConfig's, or its class's.
+    pub fn has_tunnel(&self) -> bool {
+        self.config.tunnel.is_some() || self.class_tunnel.is_some()
+    }
+
+    /// Whether clients reach it through a data Service: no tunnel, and some
+    /// listener port to expose.
+    pub fn has_data_service(&self) -> bool {
+        !self.has_tunnel() && !self.data_plane.listeners.is_empty()
+    }
+
+    /// The listener ports its config serves, sorted and distinct.
+    pub fn listener_ports(&self) -> Vec<u16> {
+        let mut ports: Vec<u16> = self.data_plane.listeners.iter().map(|l| l.port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
+
     /// The Secrets its pods mount, as the controller names them, with
     /// `content_hash` (the hash of their data, which only the cluster knows): the
     /// config API token (`configApiTokenRef`, else the generated one), the serving

@@ -165,9 +165,7 @@ struct Tunnel<'a> {
 /// class's tunnel token; refused without a token Secret or an edge address, which
 /// `culvert serve` would exit on.
 fn tunnel<'a>(plane: &Plane<'a>) -> Result<Option<Tunnel<'a>>, Error> {
-    let class_tunnel = plane.spec.gateway.owner == super::OwnerKind::GatewayClass
-        && plane.spec.secrets.tunnel_token.is_some();
-    if plane.spec.config.tunnel.is_none() && !class_tunnel {
+    if !plane.has_tunnel() {
         return Ok(None);
     }
     let secret = plane

@@ -17,6 +17,9 @@
 //! - a headless **Service** `culvert-<gateway>-config` ([`service`]) for the config
 //!   API port only, publishing pods before they are ready, because a pushed plane
 //!   becomes ready only after its first push;
+//! - without a tunnel, a `LoadBalancer` **Service** `culvert-<gateway>`
+//!   ([`service`]) with the plane's listener ports, whose address the Gateway
+//!   reports;
 //! - a **NetworkPolicy** `culvert-<gateway>` ([`network_policy`]) admitting the
 //!   config API port only from the controller's pods (and any metrics scrapers the
 //!   controller names), every other port from anywhere;
@@ -152,6 +155,9 @@ pub struct PlaneSpec {
     /// Tunnel edge addresses (`host:port`) the plane dials when the GatewayConfig
     /// has a tunnel (`culvert serve` has no SRV discovery).
     pub tunnel_edges: Vec<String>,
+    /// The listener ports the plane serves, sorted and distinct: the data
+    /// Service's ports.
+    pub listener_ports: Vec<u16>,
 }
 
 /// What owns a plane's objects.
@@ -323,6 +329,9 @@ pub struct Rendered {
     pub deployment: Deployment,
     /// Headless Service of the config API.
     pub config_service: Service,
+    /// The Service clients reach a plane without a tunnel through (the
+    /// controller deletes an existing one otherwise).
+    pub data_service: Option<Service>,
     /// The config API's admission.
     pub network_policy: NetworkPolicy,
     /// The disruption budget.
@@ -338,12 +347,15 @@ impl Rendered {
     /// Every object as JSON (with `apiVersion` and `kind`), in apply order: what
     /// the pods need first, the workload, then what refers to it.
     pub fn apply_documents(&self) -> Result<Vec<serde_json::Value>, Error> {
-        let mut documents = vec![
-            to_json("Service", &self.config_service)?,
+        let mut documents = vec![to_json("Service", &self.config_service)?];
+        if let Some(service) = &self.data_service {
+            documents.push(to_json("Service", service)?);
+        }
+        documents.extend([
             to_json("NetworkPolicy", &self.network_policy)?,
             to_json("Deployment", &self.deployment)?,
             to_json("PodDisruptionBudget", &self.disruption_budget)?,
-        ];
+        ]);
         if let Some(autoscaler) = &self.autoscaler {
             documents.push(to_json("HorizontalPodAutoscaler", autoscaler)?);
         }
@@ -367,6 +379,7 @@ pub fn render(spec: &PlaneSpec) -> Result<Rendered, Error> {
     Ok(Rendered {
         deployment: deployment::deployment(&plane)?,
         config_service: service::config_service(&plane),
+        data_service: service::data_service(&plane),
         network_policy: network_policy::network_policy(&plane)?,
         disruption_budget: disruption::disruption_budget(&plane),
         autoscaler: plane
@@ -497,6 +510,14 @@ impl<'a> Plane<'a> {
             controller: Some(true),
             block_owner_deletion: Some(true),
         }
+    }
+
+    /// Whether the plane serves a tunnel: its GatewayConfig names one, or a
+    /// shared plane is given its class's tunnel token.
+    fn has_tunnel(&self) -> bool {
+        self.spec.config.tunnel.is_some()
+            || (self.spec.gateway.owner == OwnerKind::GatewayClass
+                && self.spec.secrets.tunnel_token.is_some())
     }
 
     /// A selector matching exactly the plane's pods.

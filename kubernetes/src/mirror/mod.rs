@@ -173,14 +173,20 @@ impl Mirror {
         let resource_version = value["metadata"]
             .as_object_mut()
             .and_then(|meta| meta.remove("resourceVersion"));
-        // A tunnel Gateway's advertised address is how it holds its tunnel, so
-        // translation reads it; the rest of the status is only the writer's.
-        if let (true, Some(addresses), Some(map)) = (
-            kind.kind == "Gateway",
-            status.get("addresses"),
-            value.as_object_mut(),
-        ) {
-            map.insert("status".to_owned(), json!({"addresses": addresses}));
+        // A tunnel Gateway's advertised address is how it holds its tunnel, and a
+        // Service's load balancer is the address of the plane it fronts, so
+        // translation reads them; the rest of any status is only the writer's.
+        let kept = match kind.kind {
+            "Gateway" => status
+                .get("addresses")
+                .map(|addresses| json!({"addresses": addresses})),
+            "Service" => status
+                .get("loadBalancer")
+                .map(|balancer| json!({"loadBalancer": balancer})),
+            _ => None,
+        };
+        if let (Some(kept), Some(map)) = (kept, value.as_object_mut()) {
+            map.insert("status".to_owned(), kept);
         }
         let digest = digest(&value);
         let unchanged = self.contents.insert(key.clone(), digest) == Some(digest);

@@ -208,3 +208,35 @@ fn a_kind_watched_twice_loses_an_object_only_when_neither_watch_holds_it() {
     list(&mut mirror, tokens, Vec::new());
     assert!(mirror.store().secrets.is_empty());
 }
+
+#[test]
+fn a_service_keeps_its_load_balancer_and_nothing_else_of_its_status() {
+    let kind = by_kind("Service").unwrap();
+    let service = |ip: &str| {
+        object(json!({
+            "metadata": {"name": "culvert-edge", "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": ip}]},
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+    };
+    let mut mirror = Mirror::new();
+    list(&mut mirror, kind, vec![service("203.0.113.7")]);
+    let key = ("default".to_owned(), "culvert-edge".to_owned());
+    let ingress = |mirror: &Mirror| {
+        mirror.store().services[&key]
+            .status
+            .as_ref()
+            .map(|s| s.load_balancer.ingress.clone())
+    };
+    assert_eq!(
+        ingress(&mirror).unwrap()[0].ip.as_deref(),
+        Some("203.0.113.7")
+    );
+    // A new load balancer address is a change translation sees.
+    assert!(mirror.handle(kind, Event::Apply(service("203.0.113.8"))));
+    assert_eq!(
+        ingress(&mirror).unwrap()[0].ip.as_deref(),
+        Some("203.0.113.8")
+    );
+}

@@ -130,6 +130,8 @@ pub(crate) fn admit(
             Some((_, Outcome::Admit(tunnel))) if state.accepted.status => {
                 state.tunnel = Some(*tunnel);
                 state.addresses = vec![tunnel_claims::tunnel_address(*tunnel)];
+                state.address_problem = None;
+                state.address_pending = None;
                 // Its traffic arrives through the tunnel: no address to bind.
                 state.local_ip = None;
             }

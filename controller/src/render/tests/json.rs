@@ -24,13 +24,19 @@ fn apply_documents_carry_api_version_and_kind() {
         kinds,
         [
             ("v1", "Service"),
+            ("v1", "Service"),
             ("networking.k8s.io/v1", "NetworkPolicy"),
             ("apps/v1", "Deployment"),
             ("policy/v1", "PodDisruptionBudget"),
             ("autoscaling/v2", "HorizontalPodAutoscaler"),
         ]
     );
-    assert_eq!(render(&spec()).apply_documents().unwrap().len(), 4);
+    assert_eq!(render(&spec()).apply_documents().unwrap().len(), 5);
+    assert_eq!(
+        render(&tunnel_spec()).apply_documents().unwrap().len(),
+        4,
+        "a tunnel plane has no data Service"
+    );
 }
 
 #[test]
@@ -39,7 +45,9 @@ fn json_shape_of_the_fields_that_matter() {
     let service = &documents[0];
     assert_eq!(service["spec"]["clusterIP"], "None");
     assert_eq!(service["spec"]["publishNotReadyAddresses"], true);
-    let deployment = &documents[2];
+    let data = &documents[1];
+    assert_eq!(data["spec"]["type"], "LoadBalancer");
+    let deployment = &documents[3];
     // Absent, not null: a null would take the field from the HPA on apply.
     assert!(deployment["spec"].get("replicas").is_none());
     assert!(deployment["status"].is_null());
@@ -52,12 +60,12 @@ fn json_shape_of_the_fields_that_matter() {
     assert_eq!(pod["volumes"][0]["secret"]["defaultMode"], 0o440);
     let owner = &deployment["metadata"]["ownerReferences"][0];
     assert_eq!(owner["blockOwnerDeletion"], true);
-    let hpa = &documents[4];
+    let hpa = &documents[5];
     assert_eq!(
         hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"],
         "50"
     );
-    let policy = &documents[1];
+    let policy = &documents[2];
     assert_eq!(policy["spec"]["ingress"][1]["ports"][0]["endPort"], 8080);
 }
 
@@ -67,16 +75,22 @@ fn round_trip_through_json() {
         let rendered = render(&spec);
         let text = |v: &serde_json::Value| serde_json::to_string(v).unwrap();
         let documents = rendered.apply_documents().unwrap();
-        let service: Service = serde_json::from_str(&text(&documents[0])).unwrap();
+        let mut documents = documents.iter();
+        let mut next = || text(documents.next().unwrap());
+        let service: Service = serde_json::from_str(&next()).unwrap();
         assert_eq!(service, rendered.config_service);
-        let policy: NetworkPolicy = serde_json::from_str(&text(&documents[1])).unwrap();
+        if let Some(data) = &rendered.data_service {
+            let service: Service = serde_json::from_str(&next()).unwrap();
+            assert_eq!(&service, data);
+        }
+        let policy: NetworkPolicy = serde_json::from_str(&next()).unwrap();
         assert_eq!(policy, rendered.network_policy);
-        let deployment: Deployment = serde_json::from_str(&text(&documents[2])).unwrap();
+        let deployment: Deployment = serde_json::from_str(&next()).unwrap();
         assert_eq!(deployment, rendered.deployment);
-        let budget: PodDisruptionBudget = serde_json::from_str(&text(&documents[3])).unwrap();
+        let budget: PodDisruptionBudget = serde_json::from_str(&next()).unwrap();
         assert_eq!(budget, rendered.disruption_budget);
         let hpa: Option<HorizontalPodAutoscaler> = documents
-            .get(4)
+            .next()
             .map(|d| serde_json::from_str(&text(d)).unwrap());
         assert_eq!(hpa, rendered.autoscaler);
     }

@@ -50,6 +50,7 @@ fn spec() -> PlaneSpec {
             content_hash: "3b1f0c9a".to_owned(),
         },
         tunnel_edges: Vec::new(),
+        listener_ports: vec![80, 443],
     }
 }
 

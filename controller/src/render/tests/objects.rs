@@ -51,6 +51,44 @@ fn every_object_is_owned_by_the_gateway_in_its_namespace() {
 }
 
 #[test]
+fn a_plane_without_a_tunnel_gets_a_load_balancer_on_its_listener_ports() {
+    let rendered = render(&spec());
+    let service = rendered.data_service.as_ref().unwrap();
+    assert_eq!(service.metadata.name.as_deref(), Some("culvert-edge"));
+    assert_eq!(service.metadata.namespace.as_deref(), Some("tenant-a"));
+    let spec = service.spec.as_ref().unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("LoadBalancer"));
+    assert_eq!(spec.external_traffic_policy.as_deref(), Some("Local"));
+    assert_eq!(spec.selector.as_ref(), Some(&selector()));
+    assert_eq!(spec.publish_not_ready_addresses, None, "ready pods only");
+    let ports: Vec<String> = spec
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{} {} -> {:?} {}",
+                p.name.as_deref().unwrap_or_default(),
+                p.port,
+                p.target_port,
+                p.protocol.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            "tcp-80 80 -> Some(Int(80)) TCP",
+            "tcp-443 443 -> Some(Int(443)) TCP"
+        ]
+    );
+    assert!(render(&tunnel_spec()).data_service.is_none());
+    let mut no_listeners = super::spec();
+    no_listeners.listener_ports.clear();
+    assert!(render(&no_listeners).data_service.is_none());
+}
+
+#[test]
 fn config_service_is_headless_and_publishes_unready_pods() {
     let rendered = render(&spec());
     let service = &rendered.config_service;
