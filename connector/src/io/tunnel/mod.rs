@@ -59,14 +59,11 @@ pub const MAX_GRACE_PERIOD: Duration = Duration::from_secs(180);
 /// The default bound on concurrent edge-opened streams per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
 
-/// The features every connection announces (PROTOCOL.md §3.4; datagram v2 only).
-pub const DEFAULT_FEATURES: &[&str] = &[
-    "allow_remote_config",
-    "serialized_headers",
-    "support_datagram_v2",
-    "support_quic_eof",
-    "management_logs",
-];
+/// The features every connection announces (PROTOCOL.md §3.4): only what the
+/// connector implements. Not announced: `allow_remote_config` (configuration pushes
+/// are refused), `support_datagram_v2`/`v3_2` (no UDP sessions), `management_logs`
+/// (no log streaming), `postquantum`.
+pub const DEFAULT_FEATURES: &[&str] = &["serialized_headers", "support_quic_eof"];
 
 /// Which transport carries the tunnel (cloudflared's `--protocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
