@@ -15,7 +15,7 @@ use culvert_connector::Error;
 use culvert_connector::discovery::{
     DiscoveryConfig, EdgeRegions, IpVersion, Resolver, ResolverConfig, discover,
 };
-use culvert_connector::io::{ConnectionState, Tunnel};
+use culvert_connector::io::{ConnectionState, Transport, Tunnel};
 use culvert_connector::sim::{EdgeSim, SimConfig};
 use support::dns::{Data, DnsServer, Mode};
 use support::*;
@@ -186,19 +186,20 @@ async fn a_server_failure_names_the_nameserver() {
     );
 }
 
-/// A simulator with QUIC listeners on 127.0.0.1 and 127.0.0.2, at two ports:
-/// `(sim, [port1, port2])`.
+/// A simulator listening on 127.0.0.1 and 127.0.0.2 at two ports, for QUIC (UDP)
+/// and HTTP/2 (TCP) on the same addresses, as the edge does: `(sim, [port1, port2])`.
 async fn start_sim_on_two_ports() -> (EdgeSim, [u16; 2]) {
     for _ in 0..10 {
         let Some(ports) = two_free_ports() else {
             continue;
         };
-        let quic = ports
+        let addrs: Vec<SocketAddr> = ports
             .iter()
             .flat_map(|&port| [addr(1, port), addr(2, port)])
             .collect();
         if let Ok(sim) = EdgeSim::start(SimConfig {
-            quic,
+            quic: addrs.clone(),
+            h2: addrs,
             ..SimConfig::loopback()
         })
         .await
@@ -209,7 +210,7 @@ async fn start_sim_on_two_ports() -> (EdgeSim, [u16; 2]) {
     panic!("no free udp ports on 127.0.0.1 and 127.0.0.2");
 }
 
-/// Two UDP ports free on both 127.0.0.1 and 127.0.0.2 (for the moment).
+/// Two ports free for UDP and TCP on both 127.0.0.1 and 127.0.0.2 (for the moment).
 fn two_free_ports() -> Option<[u16; 2]> {
     let mut held = Vec::new();
     let mut ports = [0u16; 2];
@@ -217,14 +218,38 @@ fn two_free_ports() -> Option<[u16; 2]> {
         let first = std::net::UdpSocket::bind(addr(1, 0)).ok()?;
         let p = first.local_addr().ok()?.port();
         let second = std::net::UdpSocket::bind(addr(2, p)).ok()?;
-        held.push((first, second));
+        let tcp1 = std::net::TcpListener::bind(addr(1, p)).ok()?;
+        let tcp2 = std::net::TcpListener::bind(addr(2, p)).ok()?;
+        held.push((first, second, tcp1, tcp2));
         *port = p;
     }
     Some(ports)
 }
 
-#[tokio::test]
-async fn a_discovered_tunnel_spreads_four_connections_over_both_regions() {
+mod a_discovered_tunnel_spreads_four_connections_over_both_regions {
+    use culvert_connector::io::Transport;
+
+    #[tokio::test]
+    async fn quic() {
+        super::a_discovered_tunnel_spreads_four_connections_over_both_regions(Transport::Quic)
+            .await;
+    }
+
+    #[tokio::test]
+    async fn http2() {
+        super::a_discovered_tunnel_spreads_four_connections_over_both_regions(Transport::Http2)
+            .await;
+    }
+
+    /// `Auto` starts on QUIC; this checks a discovered tunnel accepts it.
+    #[tokio::test]
+    async fn auto() {
+        super::a_discovered_tunnel_spreads_four_connections_over_both_regions(Transport::Auto)
+            .await;
+    }
+}
+
+async fn a_discovered_tunnel_spreads_four_connections_over_both_regions(transport: Transport) {
     local(async {
         let (sim, [port1, port2]) = start_sim_on_two_ports().await;
         let server = DnsServer::start(
@@ -253,6 +278,7 @@ async fn a_discovered_tunnel_spreads_four_connections_over_both_regions() {
         .await;
         let mut config = tunnel_config(&sim);
         config.edges = Vec::new();
+        config.transport = transport;
         config.discovery = DiscoveryConfig {
             region: None,
             ip_version: IpVersion::V4,

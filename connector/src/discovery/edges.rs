@@ -216,6 +216,10 @@ pub async fn discover(
             return resolve_regions(resolver, &targets, ip_version, None, true)
                 .await
                 .map_err(|fallback| {
+                    let fallback = match fallback {
+                        Error::Discovery(reason) => reason,
+                        other => other.to_string(),
+                    };
                     Error::Discovery(format!("{srv_error}; fallback: {fallback}"))
                 });
         }

@@ -616,13 +616,14 @@ impl Tunnel {
             None
         };
         let h2_edges = config.h2_edges.as_ref().unwrap_or(&config.edges);
-        if discovery.is_some() {
-            // Addresses come later; the cap does not apply.
-        } else if config.transport != Transport::Http2 && config.edges.is_empty() {
-            return Err(Error::Config("no edge addresses".into()));
-        }
-        if config.transport != Transport::Quic && h2_edges.is_empty() {
-            return Err(Error::Config("no http/2 edge addresses".into()));
+        // With discovery the addresses come later, for both transports.
+        if discovery.is_none() {
+            if config.transport != Transport::Http2 && config.edges.is_empty() {
+                return Err(Error::Config("no edge addresses".into()));
+            }
+            if config.transport != Transport::Quic && h2_edges.is_empty() {
+                return Err(Error::Config("no http/2 edge addresses".into()));
+            }
         }
         if config.ha_connections == 0 {
             return Err(Error::Config("ha_connections must be at least 1".into()));
