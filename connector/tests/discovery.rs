@@ -226,6 +226,31 @@ fn two_free_ports() -> Option<[u16; 2]> {
     Some(ports)
 }
 
+/// SRV records for two regions, `port1` and `port2`, each target with the
+/// addresses 127.0.0.1 and 127.0.0.2.
+fn edge_records(port1: u16, port2: u16) -> Vec<(&'static str, Data)> {
+    vec![
+        (
+            SRV,
+            Data::Srv {
+                port: port1,
+                target: "region1.edge.test",
+            },
+        ),
+        (
+            SRV,
+            Data::Srv {
+                port: port2,
+                target: "region2.edge.test",
+            },
+        ),
+        ("region1.edge.test", a(1)),
+        ("region1.edge.test", a(2)),
+        ("region2.edge.test", a(1)),
+        ("region2.edge.test", a(2)),
+    ]
+}
+
 mod a_discovered_tunnel_spreads_four_connections_over_both_regions {
     use culvert_connector::io::Transport;
 
@@ -252,37 +277,14 @@ mod a_discovered_tunnel_spreads_four_connections_over_both_regions {
 async fn a_discovered_tunnel_spreads_four_connections_over_both_regions(transport: Transport) {
     local(async {
         let (sim, [port1, port2]) = start_sim_on_two_ports().await;
-        let server = DnsServer::start(
-            vec![
-                (
-                    SRV,
-                    Data::Srv {
-                        port: port1,
-                        target: "region1.edge.test",
-                    },
-                ),
-                (
-                    SRV,
-                    Data::Srv {
-                        port: port2,
-                        target: "region2.edge.test",
-                    },
-                ),
-                ("region1.edge.test", a(1)),
-                ("region1.edge.test", a(2)),
-                ("region2.edge.test", a(1)),
-                ("region2.edge.test", a(2)),
-            ],
-            Mode::Normal,
-        )
-        .await;
+        let server = DnsServer::start(edge_records(port1, port2), Mode::Normal).await;
         let mut config = tunnel_config(&sim);
         config.edges = Vec::new();
         config.transport = transport;
         config.discovery = DiscoveryConfig {
-            region: None,
             ip_version: IpVersion::V4,
             resolver: Some(resolver_config(&server)),
+            ..DiscoveryConfig::default()
         };
         let tunnel = Tunnel::new(config).unwrap();
         assert_eq!(tunnel.connection_indices(), 0..4);
@@ -336,4 +338,54 @@ async fn a_region_and_a_token_endpoint_together_are_refused() {
         "{error}"
     );
     sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_that_must_move_resolves_again() {
+    local(async {
+        let (sim, [port1, port2]) = start_sim_on_two_ports().await;
+        // First the records name a port where nothing listens.
+        let closed = {
+            let listener = std::net::TcpListener::bind(addr(1, 0)).unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let server = DnsServer::start(edge_records(closed, closed), Mode::Normal).await;
+        let mut config = tunnel_config(&sim);
+        config.edges = Vec::new();
+        config.transport = Transport::Http2;
+        config.discovery = DiscoveryConfig {
+            ip_version: IpVersion::V4,
+            resolver: Some(resolver_config(&server)),
+            refresh_after: Duration::ZERO,
+            ..DiscoveryConfig::default()
+        };
+        let tunnel = Tunnel::new(config).unwrap();
+        let echo = Rc::new(Echo::default());
+        tunnel.spawn_all_local(handler(&echo));
+        let mut status = tunnel.status();
+        status
+            .wait_for(|s| s.connections[0].attempts >= 1)
+            .await
+            .unwrap();
+        let failed_edge = status.borrow().connections[0].edge.unwrap();
+        assert_eq!(failed_edge.port(), closed);
+        let before = server.seen().iter().filter(|s| s.rtype == 33).count();
+
+        // Then they name the simulator: the next address comes from a new look-up.
+        server.set_records(edge_records(port1, port2));
+        tunnel.wait_registered(4).await.unwrap();
+        let after = server.seen().iter().filter(|s| s.rtype == 33).count();
+        assert!(after > before, "{before} srv look-ups, then {after}");
+        let edges: BTreeSet<_> = tunnel
+            .status()
+            .borrow()
+            .connections
+            .iter()
+            .map(|c| c.edge.unwrap())
+            .collect();
+        assert_eq!(edges.len(), 4);
+        assert!(edges.iter().all(|e| e.port() != closed), "{edges:?}");
+        down(tunnel, sim).await;
+    })
+    .await;
 }

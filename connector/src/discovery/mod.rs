@@ -28,7 +28,7 @@ pub use resolver::Resolver;
 use crate::Error;
 
 /// How the tunnel finds the edge when no static edges are given.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveryConfig {
     /// The region (`--region`, e.g. `us`): prefixes the SRV service and the
     /// fallback host names. A token's endpoint (`e`) acts as the region too;
@@ -38,6 +38,21 @@ pub struct DiscoveryConfig {
     pub ip_version: IpVersion,
     /// The nameservers; `None` reads `/etc/resolv.conf` at each discovery.
     pub resolver: Option<ResolverConfig>,
+    /// The longest an answer is used: a connection that needs a new address
+    /// after this (or after the records' TTL, if shorter) resolves again.
+    /// Default [`MAX_TTL`].
+    pub refresh_after: std::time::Duration,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self {
+            region: None,
+            ip_version: IpVersion::Auto,
+            resolver: None,
+            refresh_after: MAX_TTL,
+        }
+    }
 }
 
 impl DiscoveryConfig {

@@ -61,6 +61,7 @@ struct Table {
 /// The running server; stops when dropped.
 pub struct DnsServer {
     pub addr: SocketAddr,
+    table: Arc<Mutex<Table>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -76,13 +77,10 @@ impl Drop for DnsServer {
 impl DnsServer {
     /// Serves `records` (name without final dot, data) on 127.0.0.1.
     pub async fn start(records: Vec<(&str, Data)>, mode: Mode) -> Self {
-        let table = Arc::new(Table {
-            records: records
-                .into_iter()
-                .map(|(n, d)| (n.to_ascii_lowercase(), d))
-                .collect(),
+        let table = Arc::new(Mutex::new(Table {
+            records: lowercase(records),
             mode,
-        });
+        }));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (udp, tcp) = bind_pair().await;
         let addr = udp.local_addr().unwrap();
@@ -122,15 +120,28 @@ impl DnsServer {
         });
         Self {
             addr,
+            table,
             seen,
             tasks: vec![udp_task, tcp_task],
         }
+    }
+
+    /// Answers from `records` from now on.
+    pub fn set_records(&self, records: Vec<(&str, Data)>) {
+        self.table.lock().unwrap().records = lowercase(records);
     }
 
     /// Every query so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
+}
+
+fn lowercase(records: Vec<(&str, Data)>) -> Vec<(String, Data)> {
+    records
+        .into_iter()
+        .map(|(n, d)| (n.to_ascii_lowercase(), d))
+        .collect()
 }
 
 /// A UDP socket and a TCP listener on the same free loopback port.
@@ -168,7 +179,13 @@ fn encode_name(out: &mut Vec<u8>, name: &str) {
     out.push(0);
 }
 
-fn answer(table: &Table, seen: &Mutex<Vec<Seen>>, query: &[u8], tcp: bool) -> Option<Vec<u8>> {
+fn answer(
+    table: &Mutex<Table>,
+    seen: &Mutex<Vec<Seen>>,
+    query: &[u8],
+    tcp: bool,
+) -> Option<Vec<u8>> {
+    let table = table.lock().unwrap();
     let (name, end) = question_name(query, 12)?;
     let rtype = u16::from_be_bytes([*query.get(end)?, *query.get(end + 1)?]);
     let question = query.get(12..end + 4)?;

@@ -549,12 +549,12 @@ impl Shared {
                     "edge discovered"
                 );
                 Self::with_pool(&self.addrs, |pool| pool.replace(&found));
-                discovery.set_fresh_for(found.ttl);
+                discovery.set_fresh_for(found.ttl.min(discovery.config.refresh_after));
                 Ok(())
             }
             Err(error) if Self::with_pool(&self.addrs, |pool| pool.live()) > 0 => {
                 tracing::warn!(%error, "edge discovery failed; keeping the known addresses");
-                discovery.set_fresh_for(MIN_TTL);
+                discovery.set_fresh_for(MIN_TTL.min(discovery.config.refresh_after));
                 Ok(())
             }
             Err(error) => Err(error),
