@@ -88,6 +88,12 @@ async fn srv_and_address_records_give_two_regions() {
     assert_eq!(seen[0].rtype, 33);
     assert!(seen.iter().all(|s| !s.tcp), "{seen:?}");
 
+    // Every query has its own random ID and source port.
+    let ids: BTreeSet<u16> = seen.iter().map(|s| s.id).collect();
+    let ports: BTreeSet<u16> = seen.iter().map(|s| s.port).collect();
+    assert!(seen.len() >= 4, "{seen:?}");
+    assert!(ids.len() > 1 && ports.len() > 1, "{seen:?}");
+
     let v4 = discover_with(&server, None, IpVersion::V4).await;
     assert_eq!(v4.regions[1], vec![addr(3, 7845)]);
     assert!(server.seen().iter().skip(seen.len()).all(|s| s.rtype != 28));
@@ -184,6 +190,26 @@ async fn a_server_failure_names_the_nameserver() {
         text.contains("server failure") && text.contains(&server.addr.to_string()),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn a_silent_nameserver_times_out_after_every_attempt() {
+    // A socket that never answers.
+    let silent = tokio::net::UdpSocket::bind(addr(1, 0)).await.unwrap();
+    let resolver = Resolver::new(ResolverConfig {
+        nameservers: vec![silent.local_addr().unwrap()],
+        timeout: Duration::from_millis(100),
+        attempts: 2,
+    });
+    let error = discover(&resolver, None, IpVersion::V4).await.unwrap_err();
+    assert!(error.to_string().contains("no answer within"), "{error}");
+    // Two attempts of the SRV query and of each fallback A query.
+    let mut buf = [0u8; 512];
+    let mut queries = 0;
+    while let Ok((_, _)) = silent.try_recv_from(&mut buf) {
+        queries += 1;
+    }
+    assert_eq!(queries, 4, "{error}");
 }
 
 /// A simulator listening on 127.0.0.1 and 127.0.0.2 at two ports, for QUIC (UDP)

@@ -56,7 +56,7 @@ impl Resolver {
                         return Ok(reply);
                     }
                     Ok(reply) => last = format!("{server}: {}", rcode_text(reply.rcode)),
-                    Err(error) => last = format!("{server}: {error}"),
+                    Err(error) => last = format!("{server}: {}", describe(&error)),
                 }
             }
         }
@@ -64,6 +64,23 @@ impl Resolver {
             name: name.to_string(),
             reason: last,
         })
+    }
+}
+
+/// An error with its cause, if it has one (an I/O error's message names only
+/// what was being done).
+fn describe(error: &Error) -> String {
+    match std::error::Error::source(error) {
+        Some(source) => format!("{error}: {source}"),
+        None => error.to_string(),
+    }
+}
+
+/// A timeout as an error.
+fn timed_out(what: String) -> Error {
+    Error::Io {
+        what,
+        source: std::io::ErrorKind::TimedOut.into(),
     }
 }
 
@@ -88,7 +105,7 @@ async fn exchange(
     let query = message::encode_query(id, name, rtype);
     let reply = tokio::time::timeout(timeout, udp(server, &query, id, name, rtype))
         .await
-        .map_err(|_| Error::Discovery(format!("no answer within {timeout:?}")))??;
+        .map_err(|_| timed_out(format!("no answer within {timeout:?}")))??;
     if !reply.truncated {
         return Ok(reply);
     }
@@ -96,7 +113,7 @@ async fn exchange(
     let query = message::encode_query(id, name, rtype);
     let reply = tokio::time::timeout(timeout, tcp(server, &query, id, name, rtype))
         .await
-        .map_err(|_| Error::Discovery(format!("no tcp answer within {timeout:?}")))??;
+        .map_err(|_| timed_out(format!("no tcp answer within {timeout:?}")))??;
     if reply.truncated {
         return Err(Error::DnsMessage("tcp reply is truncated"));
     }

@@ -45,12 +45,15 @@ pub enum Mode {
     ServFail,
 }
 
-/// A query the server saw: name, type, and whether it came over TCP.
+/// A query the server saw: name, type, whether it came over TCP, its ID and
+/// source port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
     pub name: String,
     pub rtype: u16,
     pub tcp: bool,
+    pub id: u16,
+    pub port: u16,
 }
 
 struct Table {
@@ -93,7 +96,7 @@ impl DnsServer {
                     let Ok((n, peer)) = udp.recv_from(&mut buf).await else {
                         return;
                     };
-                    if let Some(reply) = answer(&table, &seen, &buf[..n], false) {
+                    if let Some(reply) = answer(&table, &seen, &buf[..n], false, peer.port()) {
                         let _ = udp.send_to(&reply, peer).await;
                     }
                 }
@@ -104,13 +107,13 @@ impl DnsServer {
             let seen = Arc::clone(&seen);
             async move {
                 loop {
-                    let Ok((mut stream, _)) = tcp.accept().await else {
+                    let Ok((mut stream, peer)) = tcp.accept().await else {
                         return;
                     };
                     let len = usize::from(stream.read_u16().await.unwrap());
                     let mut query = vec![0u8; len];
                     stream.read_exact(&mut query).await.unwrap();
-                    if let Some(reply) = answer(&table, &seen, &query, true) {
+                    if let Some(reply) = answer(&table, &seen, &query, true, peer.port()) {
                         let len = u16::try_from(reply.len()).unwrap();
                         stream.write_all(&len.to_be_bytes()).await.unwrap();
                         stream.write_all(&reply).await.unwrap();
@@ -184,6 +187,7 @@ fn answer(
     seen: &Mutex<Vec<Seen>>,
     query: &[u8],
     tcp: bool,
+    port: u16,
 ) -> Option<Vec<u8>> {
     let table = table.lock().unwrap();
     let (name, end) = question_name(query, 12)?;
@@ -193,6 +197,8 @@ fn answer(
         name: name.to_ascii_lowercase(),
         rtype,
         tcp,
+        id: u16::from_be_bytes([*query.first()?, *query.get(1)?]),
+        port,
     });
     let name = name.to_ascii_lowercase();
     let matching: Vec<&Data> = table
