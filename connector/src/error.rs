@@ -40,6 +40,20 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A DNS message could not be read (a malformed or hostile answer).
+    #[error("malformed dns message: {0}")]
+    DnsMessage(&'static str),
+    /// A DNS query got no usable answer from any nameserver.
+    #[error("dns query for {name} failed: {reason}")]
+    Dns {
+        /// The name asked for.
+        name: String,
+        /// Why (the last nameserver's failure).
+        reason: String,
+    },
+    /// No edge addresses could be discovered.
+    #[error("edge discovery failed: {0}")]
+    Discovery(String),
     /// The edge refused a registration for good; the tunnel stops.
     #[error("connection {conn_index} could not register: {error}")]
     Registration {

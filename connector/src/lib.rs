@@ -23,17 +23,19 @@
 //!   with h2 over TLS, or QUIC falling back to HTTP/2 ([`io::Transport`]); HA
 //!   connections, registration, request streams handed to a [`io::TunnelHandler`],
 //!   reconnects, drain and readiness. It only moves bytes and timers.
+//! * [`discovery`], edge discovery as cloudflared does it (SRV, then A/AAAA, one
+//!   region per SRV target) over a small DNS stub resolver of its own: a sans-IO
+//!   message parser and a thin UDP/TCP layer.
 //! * `sim` (feature `sim`), the edge simulator behind the `culvert-edge-sim` binary: plays
 //!   Cloudflare's side, QUIC and HTTP/2, on loopback for tests, benchmarks and
 //!   unmodified cloudflared.
-//!
-//! Still to come: SRV edge discovery.
 //!
 //! It must never route requests itself: requests arriving on tunnel streams are handed
 //! to the data plane, which routes them with the same `culvert-router` table as its own
 //! listeners.
 #![forbid(unsafe_code)]
 
+pub mod discovery;
 mod error;
 pub mod io;
 #[cfg(feature = "sim")]

@@ -35,7 +35,11 @@
 //! # }
 //! ```
 //!
-//! Not done yet: SRV edge discovery (static `edges` only), edge-opened RPC streams
+//! Edges come from [`TunnelConfig::edges`] or, when that is empty, from
+//! [`crate::discovery`] (re-resolved when a connection needs a new address after the
+//! answer's TTL ran out).
+//!
+//! Not done yet: edge-opened RPC streams
 //! and HTTP/2 configuration pushes (refused), UDP sessions and datagrams (accepted
 //! and ignored).
 
@@ -67,4 +71,6 @@ pub(crate) use body::{InFlight, InFlightGuard};
 #[cfg(feature = "sim")]
 pub(crate) use tls::{crypto_provider, pem_certificates, transport};
 #[cfg(feature = "sim")]
-pub(crate) use tunnel::{random_bytes, random_uuid};
+pub(crate) use tunnel::random_uuid;
+
+pub(crate) use tunnel::random_bytes;

@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, reason = "test helpers fail loudly")]
 #![allow(dead_code, unreachable_pub, reason = "each test file uses a subset")]
 
+pub mod dns;
+
 use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;

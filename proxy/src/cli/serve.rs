@@ -6,10 +6,11 @@
 //! Either is loaded and compiled before anything is bound, so a bad one exits non-zero
 //! with the reason. Without `--config`, the plane waits for `PUT /config`.
 //!
-//! With a tunnel token (`--tunnel-token-file`, `--tunnel-token` or `TUNNEL_TOKEN`)
-//! and `--tunnel-edge` addresses, it also dials the Cloudflare Tunnel edge (or the
-//! simulator, with `--tunnel-ca-file`) and serves tunnel requests through the same
-//! routes; `/readyz` then also waits for a registered connection.
+//! With a tunnel token (`--tunnel-token-file`, `--tunnel-token` or `TUNNEL_TOKEN`),
+//! it also dials the Cloudflare Tunnel edge, found by SRV discovery (in
+//! `--tunnel-region`) or given with `--tunnel-edge` (the simulator, with
+//! `--tunnel-ca-file`), and serves tunnel requests through the same routes;
+//! `/readyz` then also waits for a registered connection.
 //!
 //! `--kubernetes` watches a cluster instead (see `culvert_kubernetes`): the plane
 //! is not ready until every watched kind has been listed, then serves what the
@@ -121,10 +122,15 @@ pub(crate) struct ServeArgs {
     /// A Cloudflare Tunnel token (default: env TUNNEL_TOKEN).
     #[arg(long)]
     tunnel_token: Option<String>,
-    /// Edge address `host:port` to dial (repeatable). SRV discovery is not
-    /// implemented, so a tunnel needs at least one.
+    /// Edge address `host:port` to dial (repeatable); skips discovery. Without
+    /// it the edge is found as cloudflared does (SRV records of argotunnel.com,
+    /// through /etc/resolv.conf's nameservers).
     #[arg(long = "tunnel-edge")]
     tunnel_edges: Vec<String>,
+    /// Region of the edge to discover (cloudflared's `--region`, e.g. `us`); a
+    /// token that names an endpoint already sets it.
+    #[arg(long, conflicts_with = "tunnel_edges")]
+    tunnel_region: Option<String>,
     /// Trust only the CAs in this PEM file for the edge (the simulator's `ca.pem`).
     #[arg(long)]
     tunnel_ca_file: Option<PathBuf>,
@@ -348,10 +354,8 @@ fn tunnel_config(args: &ServeArgs) -> anyhow::Result<Option<TunnelConfig>> {
             .with_context(|| format!("resolving --tunnel-edge {edge}"))?;
         edges.extend(resolved);
     }
-    if edges.is_empty() {
-        anyhow::bail!("a tunnel needs --tunnel-edge ADDR (SRV discovery is not implemented)");
-    }
     let mut config = TunnelConfig::new(token, edges);
+    config.discovery.region.clone_from(&args.tunnel_region);
     if let Some(ca) = &args.tunnel_ca_file {
         config.roots = EdgeRoots::CaFile(ca.clone());
     }

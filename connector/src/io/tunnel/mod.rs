@@ -18,6 +18,15 @@
 //! idle timeout, or "operation not permitted" from the socket), as cloudflared does.
 //! Those rules are the protocol core's sans-IO state machine
 //! ([`crate::proto::reconnect`]); `run_index` dials and waits as it says.
+//!
+//! Edge addresses come from [`TunnelConfig::edges`] (dealt alternately into two
+//! regions, HA connections capped at their number) or, when it is empty, from
+//! [`crate::discovery`]: the first connection to need an address resolves them, and
+//! a connection that must move to another address resolves again once the answer's
+//! TTL ran out. Connections prefer the regions in turn (connIndex `i` region
+//! `i mod regions`); one address is never held by two connections, and a
+//! discovered tunnel's connection that finds no free address waits and retries
+//! rather than share one.
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -35,6 +44,8 @@ use super::handler::TunnelHandler;
 use super::http2;
 use super::tls::{self, EdgeRoots};
 use crate::Error;
+use crate::discovery::{self, DiscoveryConfig, EdgeRegions, MIN_TTL};
+use crate::proto::backoff::Backoff;
 use crate::proto::control::DEFAULT_RPC_TIMEOUT;
 use crate::proto::reconnect::{self, Dial, Edge, Next, Reconnect};
 use crate::proto::{ConnectionDetails, RegistrationError, TunnelToken, Uuid};
@@ -48,14 +59,11 @@ pub const MAX_GRACE_PERIOD: Duration = Duration::from_secs(180);
 /// The default bound on concurrent edge-opened streams per connection.
 pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 1000;
 
-/// The features every connection announces (PROTOCOL.md §3.4; datagram v2 only).
-pub const DEFAULT_FEATURES: &[&str] = &[
-    "allow_remote_config",
-    "serialized_headers",
-    "support_datagram_v2",
-    "support_quic_eof",
-    "management_logs",
-];
+/// The features every connection announces (PROTOCOL.md §3.4): only what the
+/// connector implements. Not announced: `allow_remote_config` (configuration pushes
+/// are refused), `support_datagram_v2`/`v3_2` (no UDP sessions), `management_logs`
+/// (no log streaming), `postquantum`.
+pub const DEFAULT_FEATURES: &[&str] = &["serialized_headers", "support_quic_eof"];
 
 /// Which transport carries the tunnel (cloudflared's `--protocol`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,8 +118,11 @@ pub struct TunnelConfig {
     /// The connector token (`--token`).
     pub token: TunnelToken,
     /// Static edge addresses (`--edge`); HA connections are capped at their number.
-    /// SRV discovery (`_v2-origintunneld._tcp.argotunnel.com`) is not implemented.
+    /// Empty (with `h2_edges` `None`): the edge is discovered with `discovery`.
     pub edges: Vec<SocketAddr>,
+    /// How to discover the edge when `edges` is empty: region, address families,
+    /// nameservers (default: no region, both families, `/etc/resolv.conf`).
+    pub discovery: DiscoveryConfig,
     /// Which CAs are trusted for the edge certificate.
     pub roots: EdgeRoots,
     /// QUIC, HTTP/2 or QUIC with HTTP/2 fallback; default QUIC.
@@ -163,6 +174,7 @@ impl TunnelConfig {
         Self {
             token,
             edges,
+            discovery: DiscoveryConfig::default(),
             roots: EdgeRoots::default(),
             transport: Transport::Quic,
             h2_edges: None,
@@ -268,49 +280,153 @@ impl TunnelStatus {
     }
 }
 
+/// One edge address in a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    addr: SocketAddr,
+    region: usize,
+    owner: Option<u8>,
+    /// Gone from the latest discovery but still held by `owner`: given to nobody
+    /// else, dropped once released.
+    retired: bool,
+}
+
 /// Which connection holds which edge address.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct AddrPool {
-    addrs: Vec<SocketAddr>,
-    owner: Vec<Option<u8>>,
+    slots: Vec<Slot>,
+    regions: usize,
 }
 
 impl AddrPool {
-    /// An address for `index`, preferring its "region" (addresses are alternately
-    /// split into two regions) and a free one other than `avoid`.
-    fn take(&mut self, index: u8, avoid: Option<SocketAddr>) -> SocketAddr {
+    /// Static addresses, dealt alternately into two regions.
+    fn from_static(addrs: &[SocketAddr]) -> Self {
+        Self {
+            slots: addrs
+                .iter()
+                .enumerate()
+                .map(|(i, &addr)| Slot {
+                    addr,
+                    region: i % 2,
+                    owner: None,
+                    retired: false,
+                })
+                .collect(),
+            regions: addrs.len().clamp(1, 2),
+        }
+    }
+
+    /// Discovered addresses, one list per region.
+    fn from_regions(regions: &[Vec<SocketAddr>]) -> Self {
+        let mut slots: Vec<Slot> = Vec::new();
+        for (region, addrs) in regions.iter().enumerate() {
+            for &addr in addrs {
+                if !slots.iter().any(|s| s.addr == addr) {
+                    slots.push(Slot {
+                        addr,
+                        region,
+                        owner: None,
+                        retired: false,
+                    });
+                }
+            }
+        }
+        Self {
+            slots,
+            regions: regions.len().max(1),
+        }
+    }
+
+    /// How many addresses may be handed out.
+    fn live(&self) -> usize {
+        self.slots.iter().filter(|s| !s.retired).count()
+    }
+
+    /// Replaces the addresses with a new discovery's, keeping who holds what.
+    fn replace(&mut self, found: &EdgeRegions) {
+        let mut next = Self::from_regions(&found.regions);
+        for old in &self.slots {
+            let Some(owner) = old.owner else { continue };
+            match next.slots.iter_mut().find(|s| s.addr == old.addr) {
+                Some(slot) if slot.owner.is_none() => slot.owner = Some(owner),
+                _ => next.slots.push(Slot {
+                    retired: true,
+                    ..*old
+                }),
+            }
+        }
+        *self = next;
+    }
+
+    /// An address for `index`, preferring its region (`index mod regions`) and a
+    /// free one other than `avoid`. With no free address, `share` gives a taken
+    /// one (static edges); otherwise `None`.
+    fn take(&mut self, index: u8, avoid: Option<SocketAddr>, share: bool) -> Option<SocketAddr> {
         self.release(index);
-        let n = self.addrs.len();
-        let start = usize::from(index) % n.max(1);
-        let order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
-        let free = |pos: &usize| self.owner.get(*pos).is_some_and(Option::is_none);
-        let not_avoided = |pos: &usize| self.addrs.get(*pos).copied() != avoid;
-        let region = usize::from(index) % 2;
+        let live: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots.get(i).is_some_and(|s| !s.retired))
+            .collect();
+        let n = live.len();
+        if n == 0 {
+            return None;
+        }
+        let start = usize::from(index) % n;
+        let order: Vec<usize> = (0..n)
+            .filter_map(|i| live.get((start + i) % n).copied())
+            .collect();
+        let slot = |pos: &usize| self.slots.get(*pos);
+        let free = |pos: &usize| slot(pos).is_some_and(|s| s.owner.is_none());
+        let not_avoided = |pos: &usize| slot(pos).is_some_and(|s| Some(s.addr) != avoid);
+        let region = usize::from(index) % self.regions.max(1);
+        let in_region = |pos: &usize| slot(pos).is_some_and(|s| s.region == region);
         let pick = order
             .iter()
             .copied()
-            .find(|p| free(p) && not_avoided(p) && p % 2 == region)
+            .find(|p| free(p) && not_avoided(p) && in_region(p))
             .or_else(|| order.iter().copied().find(|p| free(p) && not_avoided(p)))
             .or_else(|| order.iter().copied().find(free))
-            .unwrap_or(start);
-        if let Some(slot) = self.owner.get_mut(pick) {
-            *slot = Some(index);
-        }
-        self.addrs
-            .get(pick)
-            .or(self.addrs.first())
-            .copied()
-            .unwrap_or_else(|| {
-                // `Tunnel::new` refuses an empty list, so this is never reached.
-                SocketAddr::from(([127, 0, 0, 1], 7844))
-            })
+            .or_else(|| share.then(|| order.first().copied()).flatten())?;
+        let slot = self.slots.get_mut(pick)?;
+        slot.owner = Some(index);
+        Some(slot.addr)
     }
 
     fn release(&mut self, index: u8) {
-        for slot in &mut self.owner {
-            if *slot == Some(index) {
-                *slot = None;
+        for slot in &mut self.slots {
+            if slot.owner == Some(index) {
+                slot.owner = None;
             }
+        }
+        self.slots.retain(|s| !s.retired || s.owner.is_some());
+    }
+}
+
+/// The discovery side of a tunnel without static edges.
+#[derive(Debug)]
+struct Discovery {
+    config: DiscoveryConfig,
+    /// The region asked for: the configured one or the token's endpoint.
+    region: Option<String>,
+    /// Held while one connection resolves; the others wait and reuse its answer.
+    running: tokio::sync::Mutex<()>,
+    /// Until when the pool's addresses are fresh.
+    fresh_until: Mutex<Option<Instant>>,
+}
+
+impl Discovery {
+    fn stale(&self) -> bool {
+        let until = match self.fresh_until.lock() {
+            Ok(until) => *until,
+            Err(poisoned) => *poisoned.into_inner(),
+        };
+        until.is_none_or(|until| Instant::now() >= until)
+    }
+
+    fn set_fresh_for(&self, ttl: Duration) {
+        let until = Instant::now() + ttl;
+        match self.fresh_until.lock() {
+            Ok(mut fresh) => *fresh = Some(until),
+            Err(poisoned) => *poisoned.into_inner() = Some(until),
         }
     }
 }
@@ -327,6 +443,8 @@ pub(crate) struct Shared {
     addrs: Mutex<AddrPool>,
     /// HTTP/2 addresses when they differ from the QUIC ones.
     h2_addrs: Option<Mutex<AddrPool>>,
+    /// Set when the edge is discovered rather than given.
+    discovery: Option<Discovery>,
     seed: u64,
 }
 
@@ -369,20 +487,83 @@ impl Shared {
         }
     }
 
-    fn take_addr(&self, index: u8, avoid: Option<SocketAddr>, transport: Transport) -> SocketAddr {
-        // The pools are only touched in these short, non-async sections.
-        match self.pool(transport).lock() {
-            Ok(mut pool) => pool.take(index, avoid),
-            Err(poisoned) => poisoned.into_inner().take(index, avoid),
+    /// Runs `f` on a pool. The pools are only touched in these short, non-async
+    /// sections.
+    fn with_pool<T>(pool: &Mutex<AddrPool>, f: impl FnOnce(&mut AddrPool) -> T) -> T {
+        match pool.lock() {
+            Ok(mut pool) => f(&mut pool),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    /// An address for `index` (see [`AddrPool::take`]), discovering the edge first
+    /// when its addresses are missing or stale.
+    async fn acquire(
+        &self,
+        index: u8,
+        avoid: Option<SocketAddr>,
+        transport: Transport,
+    ) -> Result<SocketAddr, Error> {
+        if let Some(discovery) = &self.discovery {
+            self.refresh(discovery).await?;
+        }
+        let share = self.discovery.is_none();
+        Self::with_pool(self.pool(transport), |pool| {
+            let live = pool.live();
+            pool.take(index, avoid, share).ok_or_else(|| {
+                Error::Discovery(format!(
+                    "no free edge address for connection {index} ({live} addresses known)"
+                ))
+            })
+        })
+    }
+
+    /// Discovers the edge if the known addresses are stale. A failure keeps the
+    /// old addresses when there are some (and tries again after [`MIN_TTL`]).
+    async fn refresh(&self, discovery: &Discovery) -> Result<(), Error> {
+        if !discovery.stale() {
+            return Ok(());
+        }
+        let _running = discovery.running.lock().await;
+        if !discovery.stale() {
+            return Ok(());
+        }
+        let found = match discovery.config.resolver() {
+            Ok(resolver) => {
+                discovery::discover(
+                    &resolver,
+                    discovery.region.as_deref(),
+                    discovery.config.ip_version,
+                )
+                .await
+            }
+            Err(error) => Err(error),
+        };
+        match found {
+            Ok(found) => {
+                tracing::info!(
+                    regions = found.regions.len(),
+                    addrs = found.addrs().count(),
+                    ttl = ?found.ttl,
+                    fallback = found.fallback,
+                    "edge discovered"
+                );
+                Self::with_pool(&self.addrs, |pool| pool.replace(&found));
+                discovery.set_fresh_for(found.ttl.min(discovery.config.refresh_after));
+                Ok(())
+            }
+            Err(error) if Self::with_pool(&self.addrs, |pool| pool.live()) > 0 => {
+                tracing::warn!(%error, "edge discovery failed; keeping the known addresses");
+                discovery.set_fresh_for(MIN_TTL.min(discovery.config.refresh_after));
+                Ok(())
+            }
+            Err(error) => Err(error),
         }
     }
 
     fn release_addr(&self, index: u8) {
         for pool in std::iter::once(&self.addrs).chain(self.h2_addrs.as_ref()) {
-            match pool.lock() {
-                Ok(mut pool) => pool.release(index),
-                Err(poisoned) => poisoned.into_inner().release(index),
-            }
+            Self::with_pool(pool, |pool| pool.release(index));
         }
     }
 }
@@ -417,14 +598,32 @@ pub(crate) fn random_uuid() -> Result<Uuid, Error> {
 }
 
 impl Tunnel {
-    /// Validates `config` and prepares the TLS configuration. Binds nothing.
+    /// Validates `config` and prepares the TLS configuration. Binds nothing and
+    /// resolves nothing: without static edges, the first connection discovers them.
     pub fn new(mut config: TunnelConfig) -> Result<Self, Error> {
+        let discovery = if config.edges.is_empty() && config.h2_edges.is_none() {
+            let region = config
+                .discovery
+                .region(config.token.endpoint.as_deref())?
+                .map(str::to_owned);
+            Some(Discovery {
+                config: config.discovery.clone(),
+                region,
+                running: tokio::sync::Mutex::new(()),
+                fresh_until: Mutex::new(None),
+            })
+        } else {
+            None
+        };
         let h2_edges = config.h2_edges.as_ref().unwrap_or(&config.edges);
-        if config.transport != Transport::Http2 && config.edges.is_empty() {
-            return Err(Error::Config("no edge addresses".into()));
-        }
-        if config.transport != Transport::Quic && h2_edges.is_empty() {
-            return Err(Error::Config("no http/2 edge addresses".into()));
+        // With discovery the addresses come later, for both transports.
+        if discovery.is_none() {
+            if config.transport != Transport::Http2 && config.edges.is_empty() {
+                return Err(Error::Config("no edge addresses".into()));
+            }
+            if config.transport != Transport::Quic && h2_edges.is_empty() {
+                return Err(Error::Config("no http/2 edge addresses".into()));
+            }
         }
         if config.ha_connections == 0 {
             return Err(Error::Config("ha_connections must be at least 1".into()));
@@ -451,8 +650,10 @@ impl Tunnel {
             Transport::Http2 => h2_edges.len(),
             Transport::Quic | Transport::Auto => config.edges.len(),
         };
-        let cap = u8::try_from(first).unwrap_or(u8::MAX);
-        config.ha_connections = config.ha_connections.min(cap);
+        if discovery.is_none() {
+            let cap = u8::try_from(first).unwrap_or(u8::MAX);
+            config.ha_connections = config.ha_connections.min(cap);
+        }
         let quic = tls::client_config(&config.roots, config.max_concurrent_streams)?;
         let h2_tls = tls::h2_client_config(&config.roots)?;
         let client_id = match config.client_id {
@@ -480,12 +681,7 @@ impl Tunnel {
             failure: None,
         });
         let (drain, _) = watch::channel(None);
-        let pool = |addrs: &[SocketAddr]| {
-            Mutex::new(AddrPool {
-                owner: vec![None; addrs.len()],
-                addrs: addrs.to_vec(),
-            })
-        };
+        let pool = |addrs: &[SocketAddr]| Mutex::new(AddrPool::from_static(addrs));
         let addrs = pool(&config.edges);
         let h2_addrs = config.h2_edges.as_deref().map(pool);
         Ok(Self {
@@ -498,6 +694,7 @@ impl Tunnel {
                 drain,
                 addrs,
                 h2_addrs,
+                discovery,
                 seed,
             }),
         })
@@ -509,7 +706,7 @@ impl Tunnel {
     }
 
     /// The connIndex values this tunnel runs (`0..ha_connections`, capped at the
-    /// number of edge addresses). Split them over worker threads as you like.
+    /// number of static edge addresses). Split them over worker threads as you like.
     pub fn connection_indices(&self) -> Range<u8> {
         0..self.shared.config.ha_connections
     }
@@ -656,11 +853,45 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
     };
     let mut reconnect = Reconnect::new(start, shared.config.backoff, seed);
     let mut transport = transport_of(reconnect.dial());
-    let mut addr = shared.take_addr(index, None, transport);
+    // Waits when no address can be had (discovery failed, none free).
+    let mut no_addr = Backoff::new(shared.config.backoff, seed.rotate_left(17));
+    // The address held; `None` when the next attempt needs a new one.
+    let mut held: Option<SocketAddr> = None;
+    let mut avoid: Option<SocketAddr> = None;
     loop {
         if should_stop(&shared.status.borrow()) {
             break;
         }
+        let addr = match held {
+            Some(addr) => addr,
+            None => {
+                shared.set_state(index, ConnectionState::Connecting);
+                let acquired = tokio::select! {
+                    acquired = shared.acquire(index, avoid, transport) => acquired,
+                    _ = drain.changed() => continue,
+                };
+                match acquired {
+                    Ok(addr) => {
+                        no_addr.reset();
+                        held = Some(addr);
+                        addr
+                    }
+                    Err(error) => {
+                        let delay = no_addr.next_delay();
+                        tracing::warn!(conn_index = index, %error, ?delay, "no edge address; retrying");
+                        shared.update(index, |c| {
+                            c.state = ConnectionState::Backoff { delay };
+                            c.last_error = Some(error.to_string());
+                        });
+                        tokio::select! {
+                            () = tokio::time::sleep(delay) => {}
+                            _ = drain.changed() => {}
+                        }
+                        continue;
+                    }
+                }
+            }
+        };
         shared.update(index, |c| {
             c.state = ConnectionState::Connecting;
             c.edge = Some(addr);
@@ -711,10 +942,14 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
         }
         match edge {
             Edge::Same => {}
-            Edge::Another => addr = shared.take_addr(index, Some(addr), transport),
+            Edge::Another => {
+                avoid = Some(addr);
+                held = None;
+            }
             Edge::Fresh => {
                 shared.release_addr(index);
-                addr = shared.take_addr(index, None, transport);
+                avoid = None;
+                held = None;
             }
         }
         tracing::info!(conn_index = index, %error, ?delay, "connection failed; retrying");
