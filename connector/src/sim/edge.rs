@@ -2,8 +2,9 @@
 //! stream with [`ControlServer`] ([`run_control`], shared with the HTTP/2 side in
 //! `edge_h2.rs` through the [`ControlStream`] trait), and decides registrations.
 //!
-//! Registration rules: the tunnel ID, account tag and secret must match the token
-//! the simulator accepts (otherwise a permanent `ConnectionError` whose cause does
+//! Registration rules: the tunnel ID must be one the simulator knows (the start-up
+//! tunnel or one created through the API) and not deleted, and the account tag and
+//! secret must match that tunnel's (otherwise a permanent `ConnectionError` whose cause does
 //! not contain `Unauthorized`, so connectors stop instead of retrying); a second live
 //! registration of the same client and connIndex on the same listener gets
 //! `EDUPCONN`. An unregister marks the connection draining at once and is answered
@@ -22,6 +23,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use super::SimShared;
+use super::api::now_rfc3339;
 use super::registry::SimConn;
 use crate::io::{InFlight, random_uuid};
 use crate::proto::{
@@ -250,9 +252,40 @@ fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {
 
 /// Accepts or refuses one registration.
 fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> ConnectionResponse {
-    let token = &shared.token;
     let index = request.conn_index;
-    let response = if request.tunnel_id != token.tunnel_id.as_bytes() {
+    let tunnel_id = crate::proto::Uuid::from_slice(&request.tunnel_id);
+    let known = tunnel_id.and_then(|t| {
+        let cloud = shared.cloud();
+        cloud
+            .tunnel(t)
+            .filter(|t| t.deleted_at.is_none())
+            .map(|t| (t.id, t.account_tag.clone(), t.secret.clone()))
+    });
+    let response = if let Some((tunnel, account_tag, secret)) = &known
+        && request.auth.account_tag == *account_tag
+        && request.auth.tunnel_secret == *secret
+    {
+        if shared.registry().is_duplicate(id, request) {
+            refusal(DUPLICATE_CONNECTION_CAUSE.to_owned(), true)
+        } else {
+            match random_uuid() {
+                Ok(connection_id) => {
+                    shared
+                        .registry()
+                        .register(id, request, connection_id, *tunnel, now_rfc3339());
+                    if let Some(t) = shared.cloud().tunnel_mut(*tunnel) {
+                        t.ever_registered = true;
+                    }
+                    ConnectionResponse::Details(ConnectionDetails {
+                        uuid: connection_id.as_bytes().to_vec(),
+                        location_name: shared.location.clone(),
+                        tunnel_is_remotely_managed: false,
+                    })
+                }
+                Err(e) => refusal(format!("edge error: {e}"), true),
+            }
+        }
+    } else if known.is_none() {
         refusal(
             format!(
                 "tunnel {} is not known to this edge",
@@ -261,27 +294,11 @@ fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> Connecti
             ),
             false,
         )
-    } else if request.auth.account_tag != token.account_tag
-        || request.auth.tunnel_secret != token.tunnel_secret
-    {
+    } else {
         refusal(
             "tunnel credentials rejected: account tag or tunnel secret does not match".to_owned(),
             false,
         )
-    } else if shared.registry().is_duplicate(id, request) {
-        refusal(DUPLICATE_CONNECTION_CAUSE.to_owned(), true)
-    } else {
-        match random_uuid() {
-            Ok(connection_id) => {
-                shared.registry().register(id, request, connection_id);
-                ConnectionResponse::Details(ConnectionDetails {
-                    uuid: connection_id.as_bytes().to_vec(),
-                    location_name: shared.location.clone(),
-                    tunnel_is_remotely_managed: false,
-                })
-            }
-            Err(e) => refusal(format!("edge error: {e}"), true),
-        }
     };
     let client = &request.options.client;
     match &response {

@@ -1,0 +1,547 @@
+//! The simulated Cloudflare v4 API (the subset in `notes`' contract: tunnels, their
+//! tokens and remote configurations, zones, DNS records, token verification), served
+//! on its own plain HTTP listener under `/client/v4/`, backed by the same state as
+//! the edge: a tunnel created here registers at the edge with its token, and its
+//! DNS records route the front door.
+//!
+//! Every answer has the v4 envelope (`success`, `errors`, `messages`, `result`, and
+//! `result_info` on lists). Lists really paginate (`page`, `per_page`, clamped to
+//! the configured maximum). Requests need `Authorization: Bearer <api token>`
+//! (`401`, code `10000`, otherwise); another account's ID is `403` (code `9109`).
+//! `POST /_sim/api-faults` (no token) queues faults: the next requests answer `429`
+//! with `Retry-After` (code `971`) or a 5xx, one fault per request.
+//! `state.rs` holds the account and its rules; `time.rs` the timestamps.
+
+mod state;
+mod time;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Incoming;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+pub use state::ApiFault;
+pub(crate) use state::{Cloud, TunnelEntry, random_hex};
+pub(crate) use time::now_rfc3339;
+
+use super::http::SimBody;
+use super::{SimConnection, SimConnectionState, SimShared};
+use state::{ApiError, route_not_found};
+
+/// The API's path prefix.
+pub const API_PREFIX: &str = "/client/v4";
+/// The path of the fault knob (`POST`, body `{"status":429,"count":2,"retry_after":1}`).
+pub const FAULTS_PATH: &str = "/_sim/api-faults";
+/// The largest `per_page` the simulator honours by default (smaller than
+/// Cloudflare's, so clients exercise pagination).
+pub const DEFAULT_API_MAX_PER_PAGE: u32 = 5;
+/// The largest request body read.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// A `POST /_sim/api-faults` body.
+#[derive(Debug, serde::Deserialize)]
+struct FaultRequest {
+    status: u16,
+    #[serde(default = "one")]
+    count: u32,
+    #[serde(default)]
+    retry_after: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<SimBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = Response::new(
+        Full::new(Bytes::from(bytes))
+            .map_err(|e: Infallible| match e {})
+            .boxed(),
+    );
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn success(result: Value) -> Response<SimBody> {
+    json_response(
+        StatusCode::OK,
+        &json!({"success": true, "errors": [], "messages": [], "result": result}),
+    )
+}
+
+fn failure(error: &ApiError) -> Response<SimBody> {
+    json_response(
+        error.status,
+        &json!({
+            "success": false,
+            "errors": [{"code": error.code, "message": error.message}],
+            "messages": [],
+            "result": null,
+        }),
+    )
+}
+
+/// Serves one API-listener request.
+pub(crate) async fn handle(shared: Arc<SimShared>, req: Request<Incoming>) -> Response<SimBody> {
+    let path = req.uri().path().to_owned();
+    if path == FAULTS_PATH && req.method() == Method::POST {
+        return match read_json::<FaultRequest>(req).await {
+            Ok(f) if f.status == 429 || (500..600).contains(&f.status) => {
+                let fault = ApiFault {
+                    status: f.status,
+                    retry_after: f.retry_after,
+                };
+                let count = f.count.min(1000);
+                shared.add_api_faults(std::iter::repeat_n(fault, count as usize));
+                success(json!({"queued": count}))
+            }
+            Ok(_) => failure(&ApiError::new(
+                StatusCode::BAD_REQUEST,
+                1001,
+                "status must be 429 or 5xx",
+            )),
+            Err(e) => failure(&e),
+        };
+    }
+    let Some(rest) = path.strip_prefix(API_PREFIX) else {
+        return failure(&route_not_found(&path));
+    };
+    let fault = shared.cloud().faults.pop_front();
+    if let Some(fault) = fault {
+        shared.event(format!(
+            "api: {} {path}: injected fault {}",
+            req.method(),
+            fault.status
+        ));
+        return fault_response(fault);
+    }
+    let authorized = {
+        let cloud = shared.cloud();
+        req.headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|token| token.trim() == cloud.api_token)
+    };
+    if !authorized {
+        return failure(&ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            10000,
+            "Authentication error",
+        ));
+    }
+    let segments: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let method = req.method().clone();
+    let result = route(&shared, &method, &segments, &path, req).await;
+    if let Err(e) = &result {
+        shared.event(format!(
+            "api: {method} {path}: {} code {}: {}",
+            e.status.as_u16(),
+            e.code,
+            e.message
+        ));
+    }
+    result.unwrap_or_else(|e| failure(&e))
+}
+
+fn fault_response(fault: ApiFault) -> Response<SimBody> {
+    let status = StatusCode::from_u16(fault.status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        let mut response = failure(&ApiError::new(
+            status,
+            971,
+            "Please wait and consider throttling your request speed",
+        ));
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(fault.retry_after));
+        return response;
+    }
+    failure(&ApiError::new(
+        status,
+        10001,
+        "service temporarily unavailable (simulated)",
+    ))
+}
+
+async fn read_json<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, ApiError> {
+    let body = Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                1001,
+                format!("reading the request body: {e}"),
+            )
+        })?
+        .to_bytes();
+    serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            1001,
+            format!("Invalid request: malformed JSON body: {e}"),
+        )
+    })
+}
+
+/// The decoded query pairs (`+` and `%XX` decoded; invalid escapes kept as is).
+fn query_pairs(req: &Request<Incoming>) -> Vec<(String, String)> {
+    req.uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b, hex) {
+            (b'%', Some(value)) => {
+                out.push(value);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn param<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// One page of `items` with its `result_info`.
+fn page(
+    items: Vec<Value>,
+    query: &[(String, String)],
+    default_per_page: u32,
+    max_per_page: u32,
+) -> Result<Response<SimBody>, ApiError> {
+    let number = |key: &str, default: u32| match param(query, key) {
+        None | Some("") => Ok(default),
+        Some(v) => v.parse::<u32>().map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                1004,
+                format!("{key} must be a positive integer, not {v:?}"),
+            )
+        }),
+    };
+    let page = number("page", 1)?.max(1);
+    let per_page = number("per_page", default_per_page)?.clamp(1, max_per_page.max(1));
+    let total = u32::try_from(items.len()).unwrap_or(u32::MAX);
+    let total_pages = total.div_ceil(per_page);
+    let start = usize::try_from(u64::from(page - 1) * u64::from(per_page)).unwrap_or(usize::MAX);
+    let result: Vec<Value> = items
+        .into_iter()
+        .skip(start)
+        .take(per_page as usize)
+        .collect();
+    let count = u32::try_from(result.len()).unwrap_or(u32::MAX);
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "success": true,
+            "errors": [],
+            "messages": [],
+            "result": result,
+            "result_info": {
+                "page": page,
+                "per_page": per_page,
+                "count": count,
+                "total_count": total,
+                "total_pages": total_pages,
+            },
+        }),
+    ))
+}
+
+fn forbidden() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        9109,
+        "Unauthorized to access requested resource",
+    )
+}
+
+/// A tunnel object with its status and live connections.
+fn tunnel_json(tunnel: &TunnelEntry, connections: &[SimConnection], colo: &str) -> Value {
+    let id = tunnel.id.to_string();
+    let mine: Vec<&SimConnection> = connections
+        .iter()
+        .filter(|c| c.tunnel_id.as_deref() == Some(id.as_str()))
+        .filter(|c| c.state != SimConnectionState::Connected)
+        .collect();
+    let healthy = mine
+        .iter()
+        .any(|c| c.state == SimConnectionState::Registered);
+    let status = if healthy {
+        "healthy"
+    } else if tunnel.ever_registered {
+        "down"
+    } else {
+        "inactive"
+    };
+    let conns: Vec<Value> = mine
+        .iter()
+        .map(|c| {
+            json!({
+                "colo_name": colo,
+                "id": c.connection_id,
+                "is_pending_reconnect": c.state == SimConnectionState::Draining,
+                "opened_at": c.registered_at,
+                "origin_ip": c.peer.ip().to_string(),
+                "client_id": c.client_id,
+                "client_version": c.version,
+            })
+        })
+        .collect();
+    json!({
+        "id": id,
+        "account_tag": tunnel.account_tag,
+        "name": tunnel.name,
+        "created_at": tunnel.created_at,
+        "deleted_at": tunnel.deleted_at,
+        "config_src": tunnel.config_src,
+        "remote_config": tunnel.config_src == "cloudflare",
+        "status": status,
+        "connections": conns,
+        "tun_type": "cfd_tunnel",
+    })
+}
+
+async fn route(
+    shared: &SimShared,
+    method: &Method,
+    segments: &[String],
+    path: &str,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, ApiError> {
+    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let query = query_pairs(&req);
+    let max = shared.api_max_per_page;
+    match (method, parts.as_slice()) {
+        (&Method::GET, ["user", "tokens", "verify"]) => {
+            let id = shared.cloud().api_token_id.clone();
+            Ok(success(json!({"id": id, "status": "active"})))
+        }
+        (_, ["accounts", account, rest @ ..]) if !rest.is_empty() => {
+            let mine = *account == shared.cloud().account_id;
+            if !mine {
+                return Err(forbidden());
+            }
+            tunnels(shared, method, rest, path, &query, req).await
+        }
+        (&Method::GET, ["zones"]) => {
+            let cloud = shared.cloud();
+            let items: Vec<Value> = cloud
+                .zones
+                .iter()
+                .filter(|z| param(&query, "name").is_none_or(|n| n.eq_ignore_ascii_case(&z.name)))
+                .filter(|_| param(&query, "status").is_none_or(|s| s == "active"))
+                .filter(|_| param(&query, "account.id").is_none_or(|a| a == cloud.account_id))
+                .map(|z| zone_json(&cloud, z))
+                .collect();
+            page(items, &query, 20, max)
+        }
+        (&Method::GET, ["zones", zone]) => {
+            let cloud = shared.cloud();
+            let zone = cloud.zone(zone, path)?;
+            Ok(success(zone_json(&cloud, zone)))
+        }
+        (_, ["zones", zone, "dns_records", rest @ ..]) => {
+            let zone = shared.cloud().zone(zone, path)?.clone();
+            records(shared, method, &zone, rest, path, &query, req).await
+        }
+        _ => Err(route_not_found(path)),
+    }
+}
+
+fn zone_json(cloud: &Cloud, zone: &state::Zone) -> Value {
+    json!({
+        "id": zone.id,
+        "name": zone.name,
+        "status": "active",
+        "paused": false,
+        "type": "full",
+        "account": {"id": cloud.account_id, "name": cloud.account_name},
+    })
+}
+
+async fn tunnels(
+    shared: &SimShared,
+    method: &Method,
+    rest: &[&str],
+    path: &str,
+    query: &[(String, String)],
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, ApiError> {
+    let connections = shared.registry().snapshot().0;
+    let colo = shared.location.as_str();
+    match (method, rest) {
+        (&Method::GET, ["cfd_tunnel"]) => {
+            let cloud = shared.cloud();
+            let deleted = match param(query, "is_deleted") {
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                _ => None,
+            };
+            let items: Vec<Value> = cloud
+                .tunnels
+                .iter()
+                .filter(|t| t.account_tag == cloud.account_id)
+                .filter(|t| param(query, "name").is_none_or(|n| n == t.name))
+                .filter(|t| deleted.is_none_or(|d| d == t.deleted_at.is_some()))
+                .filter(|t| {
+                    param(query, "uuid").is_none_or(|u| u.eq_ignore_ascii_case(&t.id.to_string()))
+                })
+                .map(|t| tunnel_json(t, &connections, colo))
+                .collect();
+            page(items, query, 20, shared.api_max_per_page)
+        }
+        (&Method::POST, ["cfd_tunnel"]) => {
+            let body = read_json(req).await?;
+            let tunnel = shared.cloud().create_tunnel(body)?;
+            shared.event(format!(
+                "api: created tunnel {} ({})",
+                tunnel.id, tunnel.name
+            ));
+            let mut json = tunnel_json(&tunnel, &connections, colo);
+            json["token"] = Value::String(tunnel.token().encode());
+            Ok(success(json))
+        }
+        (&Method::GET, ["cfd_tunnel", id]) => {
+            let cloud = shared.cloud();
+            Ok(success(tunnel_json(
+                cloud.account_tunnel(id)?,
+                &connections,
+                colo,
+            )))
+        }
+        (&Method::DELETE, ["cfd_tunnel", id]) => {
+            let tunnel = shared.cloud().delete_tunnel(id)?;
+            shared.event(format!(
+                "api: deleted tunnel {} ({})",
+                tunnel.id, tunnel.name
+            ));
+            Ok(success(tunnel_json(&tunnel, &connections, colo)))
+        }
+        (&Method::GET, ["cfd_tunnel", id, "token"]) => {
+            let token = shared.cloud().live_tunnel(id)?.token().encode();
+            Ok(success(Value::String(token)))
+        }
+        (&Method::GET, ["cfd_tunnel", id, "configurations"]) => {
+            let config = shared.cloud().live_tunnel(id)?.configuration_json();
+            Ok(success(config))
+        }
+        (&Method::PUT, ["cfd_tunnel", id, "configurations"]) => {
+            let body = read_json(req).await?;
+            let config = shared.cloud().put_configuration(id, body)?;
+            shared.event(format!(
+                "api: tunnel {id}: configuration version {}",
+                config["version"]
+            ));
+            Ok(success(config))
+        }
+        _ => Err(route_not_found(path)),
+    }
+}
+
+async fn records(
+    shared: &SimShared,
+    method: &Method,
+    zone: &state::Zone,
+    rest: &[&str],
+    path: &str,
+    query: &[(String, String)],
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, ApiError> {
+    match (method, rest) {
+        (&Method::GET, []) => {
+            let cloud = shared.cloud();
+            let name = param(query, "name").map(|n| n.trim_end_matches('.').to_ascii_lowercase());
+            let items: Vec<Value> = cloud
+                .records
+                .iter()
+                .filter(|r| r.zone_id == zone.id)
+                .filter(|r| param(query, "type").is_none_or(|t| t.eq_ignore_ascii_case(&r.kind)))
+                .filter(|r| name.as_ref().is_none_or(|n| *n == r.name))
+                .filter(|r| param(query, "content").is_none_or(|c| c == r.content))
+                .map(|r| r.to_json(&zone.name))
+                .collect();
+            page(items, query, 100, shared.api_max_per_page)
+        }
+        (&Method::POST, []) => {
+            let body = read_json(req).await?;
+            let record = shared.cloud().create_record(zone, body)?;
+            shared.event(format!(
+                "api: created {} {} -> {}",
+                record.kind, record.name, record.content
+            ));
+            Ok(success(record.to_json(&zone.name)))
+        }
+        (&Method::GET, [id]) => {
+            let cloud = shared.cloud();
+            cloud
+                .records
+                .iter()
+                .find(|r| r.zone_id == zone.id && r.id == *id)
+                .map(|r| success(r.to_json(&zone.name)))
+                .ok_or_else(|| {
+                    ApiError::new(StatusCode::NOT_FOUND, 81044, "Record does not exist.")
+                })
+        }
+        (&Method::PUT, [id]) => {
+            let body = read_json(req).await?;
+            let record = shared.cloud().replace_record(zone, id, body)?;
+            shared.event(format!(
+                "api: replaced {} {} -> {}",
+                record.kind, record.name, record.content
+            ));
+            Ok(success(record.to_json(&zone.name)))
+        }
+        (&Method::DELETE, [id]) => {
+            let result = shared.cloud().delete_record(zone, id)?;
+            shared.event(format!("api: deleted record {id} in {}", zone.name));
+            Ok(success(result))
+        }
+        _ => Err(route_not_found(path)),
+    }
+}

@@ -1,0 +1,140 @@
+//! Where the front door sends a request, from its `Host` (port stripped,
+//! case-insensitive) and the account's DNS records, as Cloudflare's edge would:
+//!
+//! * the records named like the host (else those of the closest wildcard
+//!   `*.<parent>`, which covers any depth below it) include a proxied CNAME to
+//!   `<tunnel-id>.cfargotunnel.com`: that tunnel's connections only. An unknown or
+//!   deleted tunnel, or one with no registered connection, is a `530` (error 1033).
+//!   If the tunnel has a remote configuration, the first ingress rule whose
+//!   hostname matches decides: an `http_status:NNN` service answers `NNN` at the
+//!   edge (what cloudflared would answer itself; paths of rules are not matched);
+//! * no such record (no record at all, or only other kinds): the start-up tunnel,
+//!   as before DNS existed in the simulator.
+
+use http::StatusCode;
+use serde_json::Value;
+
+use super::SimShared;
+use crate::proto::Uuid;
+
+/// The decision for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Forward over a connection of this tunnel; `via_dns` when a record chose it.
+    Tunnel { id: Uuid, via_dns: bool },
+    /// Answer at the edge.
+    Answer(StatusCode, String),
+}
+
+/// The 530 body of a hostname whose tunnel is not connected (Cloudflare error 1033).
+pub(crate) const TUNNEL_ERROR_BODY: &str = "error code: 1033\n";
+
+/// The 530 answer of error 1033.
+pub(crate) fn tunnel_error() -> Route {
+    Route::Answer(
+        StatusCode::from_u16(530).unwrap_or(StatusCode::BAD_GATEWAY),
+        TUNNEL_ERROR_BODY.to_owned(),
+    )
+}
+
+/// `Host` without its port, lowercase, without a final dot.
+pub(crate) fn host_name(host: &str) -> String {
+    let host = host.trim();
+    let bare = if let Some(rest) = host.strip_prefix('[') {
+        rest.split_once(']').map_or(rest, |(inside, _)| inside)
+    } else {
+        host.rsplit_once(':')
+            .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(host, |(name, _)| name)
+    };
+    bare.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// Decides where a request for `host` goes.
+pub(crate) fn route(shared: &SimShared, host: Option<&str>) -> Route {
+    let default = Route::Tunnel {
+        id: shared.token.tunnel_id,
+        via_dns: false,
+    };
+    let Some(host) = host.map(host_name) else {
+        return default;
+    };
+    let cloud = shared.cloud();
+    let target = cloud
+        .records_for(&host)
+        .iter()
+        .find_map(|r| r.tunnel_target());
+    let Some(id) = target else {
+        return default;
+    };
+    let Some(tunnel) = cloud.tunnel(id).filter(|t| t.deleted_at.is_none()) else {
+        return tunnel_error();
+    };
+    let rules = tunnel
+        .config
+        .as_ref()
+        .and_then(|c| c.get("ingress"))
+        .and_then(Value::as_array);
+    if let Some(rules) = rules {
+        let matched = rules.iter().find(|rule| {
+            rule.get("hostname")
+                .and_then(Value::as_str)
+                .is_none_or(|pattern| hostname_matches(pattern, &host))
+        });
+        let service = matched
+            .and_then(|rule| rule.get("service"))
+            .and_then(Value::as_str);
+        match service {
+            None => return Route::Answer(StatusCode::NOT_FOUND, String::new()),
+            Some(service) => {
+                if let Some(code) = service.strip_prefix("http_status:") {
+                    let status = code
+                        .trim()
+                        .parse::<u16>()
+                        .ok()
+                        .and_then(|c| StatusCode::from_u16(c).ok())
+                        .unwrap_or(StatusCode::BAD_GATEWAY);
+                    return Route::Answer(status, String::new());
+                }
+            }
+        }
+    }
+    Route::Tunnel { id, via_dns: true }
+}
+
+/// An ingress hostname pattern as cloudflared matches it: empty or `*` matches
+/// everything, `*.example.com` any name below `example.com`, else exact
+/// (case-insensitive).
+fn hostname_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.trim().trim_end_matches('.').to_ascii_lowercase();
+    if pattern.is_empty() || pattern == "*" {
+        return true;
+    }
+    match pattern.strip_prefix('*') {
+        Some(suffix) if suffix.starts_with('.') => host.ends_with(suffix),
+        _ => pattern == host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{host_name, hostname_matches};
+
+    #[test]
+    fn host_names_lose_ports_and_case() {
+        assert_eq!(host_name("App.Example.COM:8080"), "app.example.com");
+        assert_eq!(host_name("app.example.com."), "app.example.com");
+        assert_eq!(host_name("[::1]:80"), "::1");
+        assert_eq!(host_name("localhost"), "localhost");
+    }
+
+    #[test]
+    fn ingress_hostnames_match_like_cloudflared() {
+        assert!(hostname_matches("", "a.example.com"));
+        assert!(hostname_matches("*", "a.example.com"));
+        assert!(hostname_matches("*.example.com", "a.b.example.com"));
+        assert!(!hostname_matches("*.example.com", "example.com"));
+        assert!(hostname_matches("A.example.com", "a.example.com"));
+        assert!(!hostname_matches("b.example.com", "a.example.com"));
+    }
+}
