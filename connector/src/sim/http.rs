@@ -131,15 +131,15 @@ async fn handle(
 /// (`Cf-Connecting-IP`, appended to `X-Forwarded-For`), a ray ID, the scheme.
 fn add_edge_headers(headers: &mut http::HeaderMap, peer: SocketAddr) {
     let ip = peer.ip().to_string();
-    let forwarded = match headers
-        .get(X_FORWARDED_FOR)
-        .and_then(|v| v.to_str().ok())
+    let mut chain: Vec<&str> = headers
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty())
-    {
-        Some(before) => format!("{before}, {ip}"),
-        None => ip.clone(),
-    };
+        .collect();
+    chain.push(&ip);
+    let forwarded = chain.join(", ");
     let ray: String = crate::io::random_bytes::<8>()
         .unwrap_or_default()
         .iter()

@@ -1,21 +1,36 @@
 //! The edge simulator: plays Cloudflare's side of the tunnel on loopback, for tests,
-//! benchmarks and unmodified cloudflared (`culvert-edge-sim`).
+//! benchmarks and unmodified cloudflared (`culvert-edge-sim`), and the part of the
+//! Cloudflare v4 API that manages tunnels and DNS.
 //!
 //! Start at [`EdgeSim::start`] with a [`SimConfig`]. It binds QUIC listeners and
 //! HTTP/2 (TLS over TCP) listeners, both with a certificate for
-//! `quic.cftunnel.com` and `h2.cftunnel.com` from its own CA, [`SimCa`]; accepts
-//! registrations for one tunnel (its [`TunnelToken`]) on either transport;
-//! forwards requests from a plain HTTP listener over new streams to registered
-//! connections, and serves its status as JSON at `GET /_sim/status`. With a state
-//! directory it writes `ca.pem`, `ca-key.pem`, `edge-addrs`, `h2-addrs`,
-//! `http-addr` and, last, `tunnel-token` once it is listening, and reuses an
-//! existing CA and token there on restart.
+//! `quic.cftunnel.com`, `h2.cftunnel.com` and `probe.cftunnel.com` from its own CA,
+//! [`SimCa`]; accepts registrations on either transport for every tunnel it knows:
+//! the start-up one (its [`TunnelToken`]) and those created through the API, as long
+//! as they are not deleted; forwards requests from a plain HTTP listener (the front
+//! door) over new streams to registered connections of the tunnel the request's
+//! `Host` routes to (`route.rs`: a proxied CNAME to `<tunnel-id>.cfargotunnel.com`,
+//! then the tunnel's remote ingress; hosts without such a record go to the start-up
+//! tunnel), and serves its status as JSON at `GET /_sim/status`.
+//!
+//! A second plain HTTP listener serves the API under [`API_PREFIX`] (`api/`): one
+//! account ([`SimConfig::account_id`]), its zones ([`SimConfig::zones`]), DNS
+//! records, tunnels and their configurations, a bearer API token, and a fault knob
+//! ([`FAULTS_PATH`], [`EdgeSim::add_api_faults`]). API state lives in memory only:
+//! a restart forgets tunnels, records and configurations created through it.
+//!
+//! With a state directory it writes `ca.pem`, `ca-key.pem`, `edge-addrs`,
+//! `h2-addrs`, `http-addr`, `api-addr`, `api-token` and, last, `tunnel-token` once
+//! it is listening, and reuses an existing CA, API token and start-up token there
+//! on restart.
 //!
 //! Files: `edge.rs` (QUIC connections and the control stream, shared by both
-//! transports), `edge_h2.rs` (HTTP/2 connections and forwarding), `http.rs` (the
-//! eyeball listener), `registry.rs` (connections and events), `ca.rs`.
+//! transports, and registration), `edge_h2.rs` (HTTP/2 connections and
+//! forwarding), `http.rs` (the front door and the API listener's loop), `route.rs`
+//! (front-door routing), `api/` (the API and the account state), `registry.rs`
+//! (connections and events), `ca.rs`.
 //!
-//! It must never be exposed beyond loopback: it trusts whoever holds the token and
+//! It must never be exposed beyond loopback: it trusts whoever holds a token and
 //! logs freely.
 
 mod api;
@@ -119,7 +134,7 @@ impl SimConfig {
 /// The simulator's status, as `GET /_sim/status` serves it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimStatus {
-    /// The tunnel it accepts.
+    /// The start-up tunnel (more may be created through the API).
     pub tunnel_id: String,
     /// Its account tag.
     pub account_tag: String,
