@@ -446,3 +446,49 @@ async fn a_tunnel_created_through_the_api_serves_its_dns_names() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_connected_tunnel_is_deleted_only_with_cascade_which_disconnects_it() {
+    local(async {
+        let sim = start(&[]).await;
+        let account = sim.account_id();
+        let base = format!("/accounts/{account}/cfd_tunnel");
+        let got = api(&sim, "POST", &base, Some(json!({"name": "doomed"}))).await;
+        let id = ok(&got)["id"].as_str().unwrap().to_owned();
+        let mut config = tunnel_config(&sim);
+        config.token = TunnelToken::parse(ok(&got)["token"].as_str().unwrap()).unwrap();
+        let tunnel = Tunnel::new(config).unwrap();
+        tunnel.spawn_all_local(Rc::new(Tagged("doomed")));
+        tunnel.wait_registered(4).await.unwrap();
+
+        let got = api(&sim, "DELETE", &format!("{base}/{id}"), None).await;
+        assert_eq!(got.status, StatusCode::BAD_REQUEST);
+        assert_eq!(error_code(&got), 1022);
+        let got = api(&sim, "GET", &format!("{base}/{id}"), None).await;
+        assert!(ok(&got)["deleted_at"].is_null());
+
+        let got = api(&sim, "DELETE", &format!("{base}/{id}?cascade=true"), None).await;
+        assert!(ok(&got)["deleted_at"].is_string());
+        // Its connections are closed; reconnecting, the connector is refused for good
+        // and stops.
+        let _ = tunnel.closed().await;
+        let events = sim.status().events;
+        let closed = events
+            .iter()
+            .filter(|e| e.ends_with(": tunnel deleted"))
+            .count();
+        assert_eq!(closed, 4, "{events:#?}");
+        assert!(
+            events
+                .iter()
+                .any(|e| e.contains("is not known to this edge (shouldRetry false)")),
+            "{events:#?}"
+        );
+        wait_sim(&sim, "no registrations", |s| s.registered() == 0).await;
+        let got = api(&sim, "GET", &format!("{base}/{id}"), None).await;
+        assert_eq!(ok(&got)["connections"], json!([]));
+        assert_eq!(ok(&got)["status"], "down");
+        sim.shutdown().await;
+    })
+    .await;
+}

@@ -10,7 +10,8 @@
 //! `EDUPCONN`. An unregister marks the connection draining at once and is answered
 //! when its in-flight streams are done (bounded), for 2023.7.3 compatibility; the
 //! connection is closed (code 0) once the connector has closed its control stream,
-//! or shortly after the answer.
+//! or shortly after the answer. A connection whose tunnel is deleted with `cascade`
+//! through the API is closed at once.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -162,6 +163,8 @@ pub(crate) async fn run_control(
     shutdown: &mut watch::Receiver<bool>,
 ) -> String {
     tokio::pin!(closed);
+    let evicted = evicted(shared.registry().evicted(id));
+    tokio::pin!(evicted);
     let mut server = ControlServer::new();
     let mut out = Vec::new();
     let mut pending_unregister: Option<(ServerCallId, Instant)> = None;
@@ -207,6 +210,7 @@ pub(crate) async fn run_control(
                 return "closed after unregister".to_owned();
             }
             reason = &mut closed => return reason,
+            () = &mut evicted => return "tunnel deleted".to_owned(),
             _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
         }
         while let Some(event) = server.poll_event() {
@@ -240,6 +244,16 @@ pub(crate) async fn run_control(
             close_at = Some(Instant::now() + CLOSE_AFTER_UNREGISTER);
         }
     }
+}
+
+/// Resolves once the connection is evicted; never if it cannot be.
+async fn evicted(receiver: Option<watch::Receiver<bool>>) {
+    if let Some(mut receiver) = receiver
+        && receiver.wait_for(|e| *e).await.is_ok()
+    {
+        return;
+    }
+    std::future::pending::<()>().await;
 }
 
 fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {

@@ -121,6 +121,8 @@ struct Entry {
     info: SimConnection,
     conn: SimConn,
     in_flight: Arc<InFlight>,
+    /// Set when the connection's tunnel was deleted with `cascade`.
+    evict: watch::Sender<bool>,
 }
 
 /// Registry of the simulator's connections.
@@ -184,6 +186,7 @@ impl Registry {
                 },
                 conn,
                 in_flight: Arc::clone(&in_flight),
+                evict: watch::channel(false).0,
             },
         );
         (id, in_flight)
@@ -234,6 +237,26 @@ impl Registry {
         if let Some(e) = self.entries.get_mut(&id) {
             e.info.local_config = Some(String::from_utf8_lossy(config).into_owned());
         }
+    }
+
+    /// Becomes `true` when the connection must be closed because its tunnel was
+    /// deleted.
+    pub(crate) fn evicted(&self, id: u64) -> Option<watch::Receiver<bool>> {
+        self.entries.get(&id).map(|e| e.evict.subscribe())
+    }
+
+    /// Closes every connection of `tunnel` (through [`Registry::evicted`]); returns
+    /// how many.
+    pub(crate) fn evict_tunnel(&mut self, tunnel: &str) -> usize {
+        let mut count = 0;
+        for e in self.entries.values_mut() {
+            if e.info.tunnel_id.as_deref() == Some(tunnel) {
+                e.info.state = SimConnectionState::Draining;
+                e.evict.send_replace(true);
+                count += 1;
+            }
+        }
+        count
     }
 
     /// Marks a connection as draining; it gets no new streams.

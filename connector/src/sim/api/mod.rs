@@ -456,11 +456,28 @@ async fn tunnels(
             )))
         }
         (&Method::DELETE, ["cfd_tunnel", id]) => {
+            let canonical = shared.cloud().account_tunnel(id)?.id.to_string();
+            let active = connections.iter().any(|c| {
+                c.state == SimConnectionState::Registered
+                    && c.tunnel_id.as_deref() == Some(canonical.as_str())
+            });
+            // As Cloudflare: a connected tunnel goes only with `cascade=true`,
+            // which also closes its connections.
+            let cascade = param(query, "cascade") == Some("true");
+            if active && !cascade {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    1022,
+                    "Cannot delete tunnel because it has active connections",
+                ));
+            }
             let tunnel = shared.cloud().delete_tunnel(id)?;
+            let evicted = shared.registry().evict_tunnel(&canonical);
             shared.event(format!(
-                "api: deleted tunnel {} ({})",
+                "api: deleted tunnel {} ({}), closing {evicted} connections",
                 tunnel.id, tunnel.name
             ));
+            let connections = shared.registry().snapshot().0;
             Ok(success(tunnel_json(&tunnel, &connections, colo)))
         }
         (&Method::GET, ["cfd_tunnel", id, "token"]) => {
