@@ -352,20 +352,7 @@ impl EdgeSim {
                 "account id {account_id:?} is not 32 lowercase hex characters"
             )));
         }
-        let now = api::now_rfc3339();
-        let startup = TunnelEntry {
-            id: token.tunnel_id,
-            account_tag: token.account_tag.clone(),
-            name: STARTUP_TUNNEL_NAME.to_owned(),
-            secret: token.tunnel_secret.clone(),
-            created_at: now.clone(),
-            deleted_at: None,
-            config_src: "cloudflare".to_owned(),
-            ever_registered: false,
-            config: None,
-            config_version: 0,
-            config_created_at: now,
-        };
+        let startup = TunnelEntry::new(&token, STARTUP_TUNNEL_NAME, "cloudflare");
         let mut cloud = Cloud::new(account_id, api_token, &config.zones, startup)?;
         cloud.faults.extend(config.api_faults.iter().copied());
         let server_config = ca.server_config()?;

@@ -15,6 +15,7 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::SimShared;
+use super::api::Cloud;
 use crate::proto::Uuid;
 
 /// The decision for one request.
@@ -50,16 +51,20 @@ pub(crate) fn host_name(host: &str) -> String {
     bare.trim_end_matches('.').to_ascii_lowercase()
 }
 
-/// Decides where a request for `host` goes.
+/// Decides where a request for `host` goes (the simulator's state, locked briefly).
 pub(crate) fn route(shared: &SimShared, host: Option<&str>) -> Route {
+    decide(&shared.cloud(), shared.token.tunnel_id, host)
+}
+
+/// Where a request for `host` goes in `cloud`, `default` being the start-up tunnel.
+pub(crate) fn decide(cloud: &Cloud, default: Uuid, host: Option<&str>) -> Route {
     let default = Route::Tunnel {
-        id: shared.token.tunnel_id,
+        id: default,
         via_dns: false,
     };
     let Some(host) = host.map(host_name) else {
         return default;
     };
-    let cloud = shared.cloud();
     let target = cloud
         .records_for(&host)
         .iter()
@@ -118,7 +123,95 @@ fn hostname_matches(pattern: &str, host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{host_name, hostname_matches};
+    use http::StatusCode;
+    use serde_json::json;
+
+    use super::{Route, decide, host_name, hostname_matches};
+    use crate::proto::Uuid;
+    use crate::sim::api::{Cloud, TunnelEntry};
+    use crate::sim::generate_token;
+
+    /// An account with zone `example.com`, a start-up tunnel and a second tunnel
+    /// `b` (with a remote configuration for `app.example.com` only), and records:
+    /// `app` and `*.wild` -> b, `ghost` -> an unknown tunnel, `plain` an A record,
+    /// `dns-only` an unproxied CNAME to b.
+    fn cloud() -> (Cloud, Uuid, Uuid) {
+        let startup = generate_token().expect("random");
+        let mut cloud = Cloud::new(
+            startup.account_tag.clone(),
+            "token".to_owned(),
+            &["example.com".to_owned()],
+            TunnelEntry::new(&startup, "startup", "cloudflare"),
+        )
+        .expect("random");
+        let mut b = TunnelEntry::new(&generate_token().expect("random"), "b", "cloudflare");
+        b.config = Some(json!({"ingress": [
+            {"hostname": "app.example.com", "service": "http://127.0.0.1:1"},
+            {"hostname": "*.wild.example.com", "path": "^/x", "service": "http_status:418"},
+            {"service": "http_status:404"},
+        ]}));
+        let b_id = b.id;
+        cloud.tunnels.push(b);
+        let zone = cloud.zones[0].clone();
+        let target = format!("{b_id}.cfargotunnel.com");
+        for (kind, name, content, proxied) in [
+            ("CNAME", "app", target.as_str(), true),
+            ("CNAME", "*.wild", target.as_str(), true),
+            (
+                "CNAME",
+                "ghost",
+                "00000000-0000-4000-8000-000000000000.cfargotunnel.com",
+                true,
+            ),
+            ("A", "plain", "192.0.2.1", true),
+            ("CNAME", "dns-only", target.as_str(), false),
+        ] {
+            let body = serde_json::from_value(json!({
+                "type": kind, "name": name, "content": content, "proxied": proxied,
+            }))
+            .expect("valid body");
+            cloud.create_record(&zone, body).expect("no conflict");
+        }
+        (cloud, startup.tunnel_id, b_id)
+    }
+
+    #[test]
+    fn routing_decisions() {
+        let (cloud, startup, b) = cloud();
+        let to = |id| Route::Tunnel { id, via_dns: true };
+        let default = Route::Tunnel {
+            id: startup,
+            via_dns: false,
+        };
+        let status =
+            |code| Route::Answer(StatusCode::from_u16(code).expect("valid"), String::new());
+        let table = [
+            (None, default.clone()),
+            (Some("nothing.example.com"), default.clone()),
+            (Some("APP.example.com:8443"), to(b)),
+            (Some("app.example.com."), to(b)),
+            // The wildcard covers any depth; b's ingress answers it at the edge
+            // (paths are not matched).
+            (Some("a.b.wild.example.com"), status(418)),
+            (Some("wild.example.com"), default.clone()),
+            (Some("plain.example.com"), default.clone()),
+            (Some("dns-only.example.com"), default.clone()),
+            (Some("ghost.example.com"), super::tunnel_error()),
+        ];
+        for (host, want) in table {
+            assert_eq!(decide(&cloud, startup, host), want, "{host:?}");
+        }
+        // Without a configuration the tunnel gets every routed name; deleted, none.
+        let (mut cloud, startup, b) = super::tests::cloud();
+        let entry = cloud.tunnel_mut(b).expect("b");
+        entry.config = None;
+        assert_eq!(decide(&cloud, startup, Some("x.wild.example.com")), to(b));
+        cloud.tunnel_mut(b).expect("b").deleted_at = Some("now".to_owned());
+        assert_eq!(
+            decide(&cloud, startup, Some("app.example.com")),
+            super::tunnel_error()
+        );
+    }
 
     #[test]
     fn host_names_lose_ports_and_case() {

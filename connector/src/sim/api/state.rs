@@ -1,11 +1,8 @@
 //! The simulated account behind the API and the edge: its tunnels (with their
-//! secrets and remote configurations), zones and DNS records, the API token, and the
-//! queued API faults. Operations return the Cloudflare error (status, code,
-//! message) they would answer with; the HTTP side in `mod.rs` only wraps them.
-//!
-//! DNS conflict rules (as the v4 API): a record identical to an existing one (type,
-//! name, content) is `81058`; a CNAME where an A, AAAA or CNAME of the name exists,
-//! or any record where a CNAME exists, is `81053`.
+//! secrets and remote configurations), zones, DNS records (their rules are in
+//! `dns.rs`), the API token, and the queued API faults. Operations return the
+//! Cloudflare error (status, code, message) they would answer with; the HTTP side
+//! in `mod.rs` only wraps them.
 
 use std::collections::VecDeque;
 
@@ -15,13 +12,11 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dns::Record;
 use super::time::now_rfc3339;
 use crate::Error;
 use crate::io::{random_bytes, random_uuid};
 use crate::proto::{TunnelToken, Uuid};
-
-/// The suffix of a tunnel's CNAME target (`<tunnel-id>.cfargotunnel.com`).
-pub(crate) const TUNNEL_TARGET_SUFFIX: &str = ".cfargotunnel.com";
 
 /// An API answer that is an error: HTTP status, envelope code and message.
 #[derive(Debug, Clone)]
@@ -40,7 +35,7 @@ impl ApiError {
         }
     }
 
-    fn bad_request(code: u32, message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(code: u32, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 }
@@ -53,7 +48,7 @@ pub(crate) fn random_hex<const N: usize>() -> Result<String, Error> {
         .collect())
 }
 
-fn internal(e: &Error) -> ApiError {
+pub(crate) fn internal(e: &Error) -> ApiError {
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         10001,
@@ -80,6 +75,24 @@ pub(crate) struct TunnelEntry {
 }
 
 impl TunnelEntry {
+    /// A live tunnel with no configuration, created now.
+    pub(crate) fn new(token: &TunnelToken, name: &str, config_src: &str) -> Self {
+        let now = now_rfc3339();
+        Self {
+            id: token.tunnel_id,
+            account_tag: token.account_tag.clone(),
+            name: name.to_owned(),
+            secret: token.tunnel_secret.clone(),
+            created_at: now.clone(),
+            deleted_at: None,
+            config_src: config_src.to_owned(),
+            ever_registered: false,
+            config: None,
+            config_version: 0,
+            config_created_at: now,
+        }
+    }
+
     pub(crate) fn token(&self) -> TunnelToken {
         TunnelToken {
             account_tag: self.account_tag.clone(),
@@ -106,51 +119,6 @@ impl TunnelEntry {
 pub(crate) struct Zone {
     pub(crate) id: String,
     pub(crate) name: String,
-}
-
-/// One DNS record.
-#[derive(Debug, Clone)]
-pub(crate) struct Record {
-    pub(crate) id: String,
-    pub(crate) zone_id: String,
-    pub(crate) name: String,
-    pub(crate) kind: String,
-    pub(crate) content: String,
-    pub(crate) proxied: bool,
-    pub(crate) ttl: u32,
-    pub(crate) comment: Option<String>,
-    pub(crate) created_on: String,
-    pub(crate) modified_on: String,
-}
-
-impl Record {
-    pub(crate) fn to_json(&self, zone_name: &str) -> Value {
-        json!({
-            "id": self.id,
-            "zone_id": self.zone_id,
-            "zone_name": zone_name,
-            "name": self.name,
-            "type": self.kind,
-            "content": self.content,
-            "proxied": self.proxied,
-            "ttl": self.ttl,
-            "comment": self.comment,
-            "created_on": self.created_on,
-            "modified_on": self.modified_on,
-        })
-    }
-
-    /// The tunnel this record routes to: a proxied CNAME to
-    /// `<tunnel-id>.cfargotunnel.com`.
-    pub(crate) fn tunnel_target(&self) -> Option<Uuid> {
-        if self.kind != "CNAME" || !self.proxied {
-            return None;
-        }
-        let content = self.content.trim_end_matches('.').to_ascii_lowercase();
-        content
-            .strip_suffix(TUNNEL_TARGET_SUFFIX)
-            .and_then(|id| id.parse().ok())
-    }
 }
 
 /// A fault the next API request answers with.
@@ -187,35 +155,14 @@ pub(crate) struct CreateTunnel {
     tunnel_secret: Option<String>,
 }
 
-/// A `POST`/`PUT /dns_records` body.
-#[derive(Debug, Deserialize)]
-pub(crate) struct RecordBody {
-    #[serde(rename = "type")]
-    kind: String,
-    name: String,
-    content: String,
-    #[serde(default)]
-    proxied: Option<bool>,
-    #[serde(default)]
-    ttl: Option<u32>,
-    #[serde(default)]
-    comment: Option<String>,
-}
-
 /// A `PUT /configurations` body.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ConfigBody {
     config: Value,
 }
 
-/// Record types the simulator stores.
-const RECORD_TYPES: &[&str] = &["A", "AAAA", "CNAME", "TXT", "MX", "NS", "CAA", "SRV"];
-
-/// Bounds on what a client may store (everything from outside is bounded).
-const MAX_NAME: usize = 253;
-const MAX_CONTENT: usize = 4096;
+/// How many tunnels a client may create.
 const MAX_TUNNELS: usize = 1000;
-const MAX_RECORDS: usize = 10_000;
 
 impl Cloud {
     pub(crate) fn new(
@@ -318,20 +265,13 @@ impl Cloud {
             },
             None => random_bytes::<32>().map_err(|e| internal(&e))?.to_vec(),
         };
-        let now = now_rfc3339();
-        let tunnel = TunnelEntry {
-            id: random_uuid().map_err(|e| internal(&e))?,
+        let token = TunnelToken {
             account_tag: self.account_id.clone(),
-            name,
-            secret,
-            created_at: now.clone(),
-            deleted_at: None,
-            config_src: config_src.to_owned(),
-            ever_registered: false,
-            config: None,
-            config_version: 0,
-            config_created_at: now,
+            tunnel_secret: secret,
+            tunnel_id: random_uuid().map_err(|e| internal(&e))?,
+            endpoint: None,
         };
+        let tunnel = TunnelEntry::new(&token, &name, config_src);
         self.tunnels.push(tunnel.clone());
         Ok(tunnel)
     }
@@ -376,167 +316,6 @@ impl Cloud {
             .find(|z| z.id == id)
             .ok_or_else(|| route_not_found(path))
     }
-
-    pub(crate) fn create_record(
-        &mut self,
-        zone: &Zone,
-        body: RecordBody,
-    ) -> Result<Record, ApiError> {
-        if self.records.len() >= MAX_RECORDS {
-            return Err(ApiError::bad_request(81045, "Record quota exceeded."));
-        }
-        let record = self.checked_record(zone, body, None)?;
-        self.records.push(record.clone());
-        Ok(record)
-    }
-
-    pub(crate) fn replace_record(
-        &mut self,
-        zone: &Zone,
-        id: &str,
-        body: RecordBody,
-    ) -> Result<Record, ApiError> {
-        let Some(index) = self
-            .records
-            .iter()
-            .position(|r| r.zone_id == zone.id && r.id == id)
-        else {
-            return Err(record_not_found());
-        };
-        let mut record = self.checked_record(zone, body, Some(id))?;
-        if let Some(old) = self.records.get_mut(index) {
-            record.id = old.id.clone();
-            record.created_on = old.created_on.clone();
-            *old = record.clone();
-        }
-        Ok(record)
-    }
-
-    pub(crate) fn delete_record(&mut self, zone: &Zone, id: &str) -> Result<Value, ApiError> {
-        let before = self.records.len();
-        self.records
-            .retain(|r| !(r.zone_id == zone.id && r.id == id));
-        if self.records.len() == before {
-            return Err(record_not_found());
-        }
-        Ok(json!({ "id": id }))
-    }
-
-    /// Validates a record body against the zone and the conflict rules, ignoring
-    /// the record `replacing` (a `PUT`).
-    fn checked_record(
-        &self,
-        zone: &Zone,
-        body: RecordBody,
-        replacing: Option<&str>,
-    ) -> Result<Record, ApiError> {
-        let kind = body.kind.trim().to_ascii_uppercase();
-        if !RECORD_TYPES.contains(&kind.as_str()) {
-            return Err(ApiError::bad_request(
-                1004,
-                format!(
-                    "DNS Validation Error: unsupported record type {:?}",
-                    body.kind
-                ),
-            ));
-        }
-        let name = full_name(&body.name, &zone.name)?;
-        let content = body.content.trim().to_owned();
-        if content.is_empty() || content.len() > MAX_CONTENT {
-            return Err(ApiError::bad_request(
-                9007,
-                "Content for the record is invalid (empty or too long).",
-            ));
-        }
-        match kind.as_str() {
-            "A" if content.parse::<std::net::Ipv4Addr>().is_err() => {
-                return Err(ApiError::bad_request(
-                    9005,
-                    "Content for A record must be a valid IPv4 address.",
-                ));
-            }
-            "AAAA" if content.parse::<std::net::Ipv6Addr>().is_err() => {
-                return Err(ApiError::bad_request(
-                    9006,
-                    "Content for AAAA record must be a valid IPv6 address.",
-                ));
-            }
-            _ => {}
-        }
-        let proxied = body.proxied.unwrap_or(false);
-        if proxied && !matches!(kind.as_str(), "A" | "AAAA" | "CNAME") {
-            return Err(ApiError::bad_request(
-                9004,
-                "This record type cannot be proxied.",
-            ));
-        }
-        let ttl = body.ttl.unwrap_or(1);
-        if ttl != 1 && !(30..=86_400).contains(&ttl) {
-            return Err(ApiError::bad_request(
-                9021,
-                "Invalid TTL. Must be between 30 and 86400 seconds, or 1 for Automatic.",
-            ));
-        }
-        let content = if kind == "CNAME" {
-            content.trim_end_matches('.').to_ascii_lowercase()
-        } else {
-            content
-        };
-        let others = || {
-            self.records
-                .iter()
-                .filter(|r| r.zone_id == zone.id && r.name == name)
-                .filter(|r| Some(r.id.as_str()) != replacing)
-        };
-        if others().any(|r| r.kind == kind && r.content == content) {
-            return Err(ApiError::bad_request(
-                81058,
-                "An identical record already exists.",
-            ));
-        }
-        let address_like = |k: &str| matches!(k, "A" | "AAAA" | "CNAME");
-        if (kind == "CNAME" && others().any(|r| address_like(&r.kind)))
-            || others().any(|r| r.kind == "CNAME")
-        {
-            return Err(ApiError::bad_request(
-                81053,
-                "An A, AAAA, or CNAME record with that host already exists.",
-            ));
-        }
-        let now = now_rfc3339();
-        Ok(Record {
-            id: random_hex::<16>().map_err(|e| internal(&e))?,
-            zone_id: zone.id.clone(),
-            name,
-            kind,
-            content,
-            proxied,
-            ttl,
-            comment: body.comment.filter(|c| !c.is_empty()),
-            created_on: now.clone(),
-            modified_on: now,
-        })
-    }
-
-    /// The records deciding where `host` goes: those named `host`, else those of
-    /// the closest wildcard (`*.<suffix>`, any depth below it), as DNS resolves.
-    pub(crate) fn records_for(&self, host: &str) -> Vec<&Record> {
-        let exact: Vec<&Record> = self.records.iter().filter(|r| r.name == host).collect();
-        if !exact.is_empty() {
-            return exact;
-        }
-        let mut rest = host;
-        while let Some((_, parent)) = rest.split_once('.') {
-            let wildcard = format!("*.{parent}");
-            let matched: Vec<&Record> =
-                self.records.iter().filter(|r| r.name == wildcard).collect();
-            if !matched.is_empty() {
-                return matched;
-            }
-            rest = parent;
-        }
-        Vec::new()
-    }
 }
 
 fn tunnel_not_found(id: &str) -> ApiError {
@@ -547,10 +326,6 @@ fn tunnel_not_found(id: &str) -> ApiError {
     )
 }
 
-fn record_not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, 81044, "Record does not exist.")
-}
-
 /// The 404 of an unknown route or object identifier (code 7003).
 pub(crate) fn route_not_found(path: &str) -> ApiError {
     ApiError::new(
@@ -558,33 +333,6 @@ pub(crate) fn route_not_found(path: &str) -> ApiError {
         7003,
         format!("Could not route to {path}, perhaps your object identifier is invalid?"),
     )
-}
-
-/// A record name made absolute in `zone`: `@` is the apex, a name outside the
-/// zone gets the zone appended (as the API does), lowercase, no final dot.
-fn full_name(name: &str, zone: &str) -> Result<String, ApiError> {
-    let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
-    let full = if name == "@" || name == zone {
-        zone.to_owned()
-    } else if name.ends_with(&format!(".{zone}")) {
-        name.clone()
-    } else {
-        format!("{name}.{zone}")
-    };
-    let valid_label = |(i, l): (usize, &str)| {
-        !l.is_empty()
-            && l.len() <= 63
-            && (l == "*" && i == 0
-                || l.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-    };
-    if name.is_empty() || full.len() > MAX_NAME || !full.split('.').enumerate().all(valid_label) {
-        return Err(ApiError::bad_request(
-            9005,
-            format!("DNS name is invalid: {name:?}"),
-        ));
-    }
-    Ok(full)
 }
 
 /// Checks a remote configuration as cloudflared would before using it: an
