@@ -492,3 +492,38 @@ async fn a_connected_tunnel_is_deleted_only_with_cascade_which_disconnects_it() 
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_configured_account_owns_the_start_up_tunnel_and_bad_ids_are_refused() {
+    let account = "0123456789abcdef0123456789abcdef";
+    let sim = EdgeSim::start(SimConfig {
+        account_id: Some(account.to_owned()),
+        api_token: Some("sim-token".to_owned()),
+        ..SimConfig::loopback()
+    })
+    .await
+    .unwrap();
+    assert_eq!(sim.account_id(), account);
+    assert_eq!(sim.token().account_tag, account);
+    assert_eq!(sim.api_token(), "sim-token");
+    let got = api(
+        &sim,
+        "GET",
+        &format!("/accounts/{account}/cfd_tunnel"),
+        None,
+    )
+    .await;
+    let list = ok(&got).as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["id"], sim.token().tunnel_id.to_string());
+    assert_eq!(list[0]["name"], "culvert-edge-sim");
+    sim.shutdown().await;
+
+    let error = EdgeSim::start(SimConfig {
+        account_id: Some("NOT-HEX".to_owned()),
+        ..SimConfig::loopback()
+    })
+    .await
+    .unwrap_err();
+    assert!(error.to_string().contains("32 lowercase hex"), "{error}");
+}

@@ -94,7 +94,8 @@ pub struct SimConfig {
     pub unregister_timeout: Duration,
     /// `ConnectionDetails.locationName` (and the API's `colo_name`).
     pub location: String,
-    /// The account ID (32 lowercase hex); else the start-up token's account tag.
+    /// The account ID (32 lowercase hex); else the start-up token's account tag. A
+    /// start-up token generated here belongs to it.
     pub account_id: Option<String>,
     /// The API token to accept; else the state directory's `api-token`, else a new one.
     pub api_token: Option<String>,
@@ -317,13 +318,21 @@ impl EdgeSim {
             },
             (None, None) => SimCa::generate()?,
         };
+        let new_token = || -> Result<TunnelToken, Error> {
+            // A new start-up tunnel belongs to the configured account.
+            let mut token = generate_token()?;
+            if let Some(account) = &config.account_id {
+                token.account_tag.clone_from(account);
+            }
+            Ok(token)
+        };
         let token = match (&config.token, dir) {
             (Some(token), _) => token.clone(),
             (None, Some(dir)) => match read_optional(&dir.join("tunnel-token"))? {
                 Some(text) => TunnelToken::parse(&text)?,
-                None => generate_token()?,
+                None => new_token()?,
             },
-            (None, None) => generate_token()?,
+            (None, None) => new_token()?,
         };
         let api_token = match (&config.api_token, dir) {
             (Some(token), _) => token.trim().to_owned(),

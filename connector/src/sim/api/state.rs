@@ -225,7 +225,7 @@ impl Cloud {
         let name = body.name.trim().to_owned();
         if name.is_empty() || name.len() > 64 {
             return Err(ApiError::bad_request(
-                1003,
+                1001,
                 "tunnel name must be 1 to 64 characters",
             ));
         }
@@ -241,14 +241,14 @@ impl Cloud {
             ));
         }
         if self.tunnels.len() >= MAX_TUNNELS {
-            return Err(ApiError::bad_request(1003, "too many tunnels"));
+            return Err(ApiError::bad_request(1001, "too many tunnels"));
         }
         let config_src = match body.config_src.as_deref() {
             None | Some("cloudflare") => "cloudflare",
             Some("local") => "local",
             Some(other) => {
                 return Err(ApiError::bad_request(
-                    1003,
+                    1001,
                     format!("config_src must be \"cloudflare\" or \"local\", not {other:?}"),
                 ));
             }
@@ -258,7 +258,7 @@ impl Cloud {
                 Ok(secret) if secret.len() >= 32 => secret,
                 _ => {
                     return Err(ApiError::bad_request(
-                        1003,
+                        1001,
                         "tunnel_secret must be the base64 encoding of at least 32 bytes",
                     ));
                 }
