@@ -189,6 +189,24 @@ async fn dns_conflicts_and_configuration_versions() {
     assert_eq!(ok(&got).as_array().unwrap().len(), 1);
     let got = api(&sim, "GET", &format!("{records}?type=CNAME"), None).await;
     assert_eq!(ok(&got).as_array().unwrap().len(), 1);
+    let got = api(
+        &sim,
+        "GET",
+        &format!("{records}?name.exact=APP.example.com&content=x.cfargotunnel.com"),
+        None,
+    )
+    .await;
+    assert_eq!(ok(&got).as_array().unwrap().len(), 1);
+    let got = api(
+        &sim,
+        "GET",
+        &format!("{records}?name=nope.example.com"),
+        None,
+    )
+    .await;
+    assert_eq!(ok(&got), &json!([]));
+    let got = api(&sim, "GET", &format!("{records}?per_page=many"), None).await;
+    assert_eq!(got.status, StatusCode::BAD_REQUEST);
     // PUT replaces, DELETE answers the ID; unknown IDs are 404.
     let id = record["id"].as_str().unwrap();
     let mut changed = cname("app.example.com");

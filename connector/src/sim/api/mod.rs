@@ -364,14 +364,17 @@ async fn records(
     match (method, rest) {
         (&Method::GET, []) => {
             let cloud = shared.cloud();
-            let name = param(query, "name").map(|n| n.trim_end_matches('.').to_ascii_lowercase());
+            let name = param(query, "name")
+                .or_else(|| param(query, "name.exact"))
+                .map(|n| n.trim_end_matches('.').to_ascii_lowercase());
+            let content = param(query, "content").or_else(|| param(query, "content.exact"));
             let items: Vec<Value> = cloud
                 .records
                 .iter()
                 .filter(|r| r.zone_id == zone.id)
                 .filter(|r| param(query, "type").is_none_or(|t| t.eq_ignore_ascii_case(&r.kind)))
                 .filter(|r| name.as_ref().is_none_or(|n| *n == r.name))
-                .filter(|r| param(query, "content").is_none_or(|c| c == r.content))
+                .filter(|r| content.is_none_or(|c| c == r.content))
                 .map(|r| r.to_json(&zone.name))
                 .collect();
             page(items, query, 100, shared.api_max_per_page)
