@@ -191,9 +191,10 @@ async fn forward(
     let picked = shared.registry().pick(tunnel);
     let Some((conn_id, conn, guard)) = picked else {
         if via_dns {
-            if let Route::Answer(status, body) = route::tunnel_error() {
-                return text(status, body);
-            }
+            return text(
+                route::tunnel_error_status(),
+                route::TUNNEL_ERROR_BODY.to_owned(),
+            );
         }
         return text(
             StatusCode::BAD_GATEWAY,

@@ -30,12 +30,14 @@ pub(crate) enum Route {
 /// The 530 body of a hostname whose tunnel is not connected (Cloudflare error 1033).
 pub(crate) const TUNNEL_ERROR_BODY: &str = "error code: 1033\n";
 
+/// The status of a hostname whose tunnel is not connected: 530.
+pub(crate) fn tunnel_error_status() -> StatusCode {
+    StatusCode::from_u16(530).unwrap_or(StatusCode::BAD_GATEWAY)
+}
+
 /// The 530 answer of error 1033.
 pub(crate) fn tunnel_error() -> Route {
-    Route::Answer(
-        StatusCode::from_u16(530).unwrap_or(StatusCode::BAD_GATEWAY),
-        TUNNEL_ERROR_BODY.to_owned(),
-    )
+    Route::Answer(tunnel_error_status(), TUNNEL_ERROR_BODY.to_owned())
 }
 
 /// `Host` without its port, lowercase, without a final dot.

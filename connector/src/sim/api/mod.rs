@@ -112,7 +112,7 @@ pub(crate) async fn handle(shared: Arc<SimShared>, req: Request<Incoming>) -> Re
         .map(str::to_owned)
         .collect();
     let method = req.method().clone();
-    let result = route(&shared, &method, &segments, &path, req).await;
+    let result = dispatch(&shared, &method, &segments, &path, req).await;
     if let Err(e) = &result {
         shared.event(format!(
             "api: {method} {path}: {} code {}: {}",
@@ -198,7 +198,8 @@ fn tunnel_json(tunnel: &TunnelEntry, connections: &[SimConnection], colo: &str) 
     })
 }
 
-async fn route(
+/// Serves an authorised API request by its method and path segments.
+async fn dispatch(
     shared: &SimShared,
     method: &Method,
     segments: &[String],
