@@ -189,3 +189,74 @@ fn the_binary_needs_a_quic_or_h2_listener() {
     assert!(!output.status.success());
     assert!(!dir.join("tunnel-token").exists());
 }
+
+/// `GET <path>` on the binary's API with `token` as bearer: status and JSON.
+async fn api_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: &str,
+) -> (StatusCode, serde_json::Value) {
+    let got = request(
+        addr,
+        http::Request::get(format!("/client/v4{path}"))
+            .header("host", addr.to_string())
+            .header("authorization", format!("Bearer {token}"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap(),
+    )
+    .await;
+    (
+        got.status,
+        serde_json::from_slice(&got.body.unwrap()).unwrap(),
+    )
+}
+
+fn spawn_with_api(dir: &Path) -> Kill {
+    let child = Command::new(env!("CARGO_BIN_EXE_culvert-edge-sim"))
+        .args(["--quic", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .args(["--api", "127.0.0.1:0", "--zone", "example.com"])
+        .args(["--zone", "Example.ORG.", "--quiet", "--state-dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    Kill(child)
+}
+
+#[tokio::test]
+async fn the_binary_serves_the_api_and_keeps_its_token_across_restarts() {
+    local(async {
+        let dir = state_dir("api");
+        let mut tokens = Vec::new();
+        for _ in 0..2 {
+            let child = spawn_with_api(&dir);
+            wait_for_file(&dir.join("tunnel-token")).await;
+            let api: std::net::SocketAddr = std::fs::read_to_string(dir.join("api-addr"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let token = std::fs::read_to_string(dir.join("api-token"))
+                .unwrap()
+                .trim()
+                .to_owned();
+            let (status, json) = api_get(api, "/zones", &token).await;
+            assert_eq!(status, StatusCode::OK, "{json:#}");
+            let names: Vec<&str> = json["result"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|z| z["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["example.com", "example.org"]);
+            let (status, json) = api_get(api, "/zones", "not-the-token").await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED, "{json:#}");
+            tokens.push(token);
+            drop(child);
+            std::fs::remove_file(dir.join("tunnel-token")).unwrap();
+        }
+        assert_eq!(tokens[0], tokens[1]);
+        let _ = std::fs::remove_dir_all(&dir);
+    })
+    .await;
+}

@@ -51,6 +51,7 @@ on_both_transports!(
     drain_finishes_in_flight_requests_and_takes_no_new_ones,
     a_wrong_secret_stops_the_tunnel_with_a_clear_error,
     streams_past_the_limit_wait_for_a_free_one,
+    the_front_door_adds_what_the_edge_adds,
 );
 
 async fn registers_four_connections_on_four_addresses(transport: Transport) {
@@ -713,4 +714,76 @@ async fn auto_stays_on_quic_when_quic_works() {
         down(tunnel, sim).await;
     })
     .await;
+}
+
+async fn the_front_door_adds_what_the_edge_adds(transport: Transport) {
+    local(async {
+        let sim = start_sim_for(transport).await;
+        let tunnel = Tunnel::new(tunnel_config_for(&sim, transport)).unwrap();
+        tunnel.spawn_all_local(Rc::new(Tagged("edge")));
+        tunnel.wait_registered(4).await.unwrap();
+        let mut rays = BTreeSet::new();
+        for _ in 0..2 {
+            let got = request(
+                sim.http_addr(),
+                Request::get("/")
+                    .header("host", "app.test")
+                    .header("x-forwarded-for", "203.0.113.9")
+                    .header("cf-connecting-ip", "192.0.2.66")
+                    .body(http_body_util::Empty::<Bytes>::new())
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(got.status, StatusCode::OK);
+            let json: serde_json::Value = serde_json::from_slice(&got.body.unwrap()).unwrap();
+            let headers = &json["headers"];
+            // The client's own Cf-Connecting-IP is replaced, X-Forwarded-For appended to.
+            assert_eq!(headers["cf-connecting-ip"], "127.0.0.1", "{json:#}");
+            assert_eq!(headers["x-forwarded-for"], "203.0.113.9, 127.0.0.1");
+            assert_eq!(headers["cf-visitor"], r#"{"scheme":"http"}"#);
+            assert_eq!(headers["x-forwarded-proto"], "http");
+            let ray = headers["cf-ray"].as_str().unwrap().to_owned();
+            let hex = ray.strip_suffix("-SIM").unwrap();
+            assert!(
+                hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{ray}"
+            );
+            rays.insert(ray);
+        }
+        assert_eq!(rays.len(), 2, "each request gets its own ray ID");
+        down(tunnel, sim).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_edge_certificate_covers_the_probe_name() {
+    let sim = start_sim_h2().await;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(sim.ca().cert_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    for name in ["probe.cftunnel.com", "h2.cftunnel.com", "quic.cftunnel.com"] {
+        let tcp = tokio::net::TcpStream::connect(sim.h2_addrs()[0])
+            .await
+            .unwrap();
+        let server_name = rustls_pki_types::ServerName::try_from(name).unwrap();
+        connector
+            .connect(server_name, tcp)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let tcp = tokio::net::TcpStream::connect(sim.h2_addrs()[0])
+        .await
+        .unwrap();
+    let other = rustls_pki_types::ServerName::try_from("other.cftunnel.com").unwrap();
+    assert!(connector.connect(other, tcp).await.is_err());
+    sim.shutdown().await;
 }

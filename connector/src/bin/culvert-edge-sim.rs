@@ -24,7 +24,21 @@ struct Args {
     /// Plain HTTP listener that forwards requests through the tunnel.
     #[arg(long, value_name = "ADDR")]
     http: SocketAddr,
-    /// Directory for ca.pem, ca-key.pem, edge-addrs, h2-addrs, http-addr and tunnel-token.
+    /// Listener of the simulated Cloudflare v4 API (`/client/v4/...`); port 0 picks one.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    api: SocketAddr,
+    /// A zone of the simulated account (repeatable); its ID is generated.
+    #[arg(long = "zone", value_name = "NAME")]
+    zones: Vec<String>,
+    /// The simulated account's ID (32 lowercase hex); default: the start-up token's
+    /// account tag.
+    #[arg(long = "account-id", value_name = "ID")]
+    account_id: Option<String>,
+    /// Accept the API token in this file instead of the state directory's (or a new one).
+    #[arg(long = "api-token-file", value_name = "FILE")]
+    api_token_file: Option<PathBuf>,
+    /// Directory for ca.pem, ca-key.pem, edge-addrs, h2-addrs, http-addr, api-addr,
+    /// api-token and tunnel-token.
     #[arg(long = "state-dir", value_name = "DIR")]
     state_dir: PathBuf,
     /// Accept the token in this file instead of the state directory's (or a new one).
@@ -45,10 +59,23 @@ fn main() -> anyhow::Result<()> {
         }
         None => None,
     };
+    let api_token = match &args.api_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
     let config = SimConfig {
         quic: args.quic,
         h2: args.h2,
         http: args.http,
+        api: args.api,
+        zones: args.zones,
+        account_id: args.account_id,
+        api_token,
         state_dir: Some(args.state_dir.clone()),
         token,
         log: !args.quiet,
@@ -68,6 +95,11 @@ fn main() -> anyhow::Result<()> {
         }
         println!("http {}", sim.http_addr());
         println!("status http://{}{STATUS_PATH}", sim.http_addr());
+        println!("api {}", sim.api_base());
+        println!("account {}", sim.account_id());
+        for (id, name) in sim.zones() {
+            println!("zone {name} {id}");
+        }
         println!("state {}", args.state_dir.display());
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;

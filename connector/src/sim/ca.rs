@@ -1,9 +1,10 @@
 //! The simulator's private CA and its edge certificate (PROTOCOL.md §2.2).
 //!
 //! A CA is generated once (or loaded from PEM, so a restarted simulator keeps the CA
-//! connectors were told to trust) and issues a leaf for `quic.cftunnel.com` and
-//! `h2.cftunnel.com`. The CA parameters are fixed, so a leaf issued after a reload
-//! chains to the same CA certificate. Only the TLS server side lives here: the
+//! connectors were told to trust) and issues a leaf for `quic.cftunnel.com`,
+//! `h2.cftunnel.com` and `probe.cftunnel.com` (cloudflared's connectivity
+//! pre-checks). The CA parameters are fixed, so a leaf issued after a reload chains
+//! to the same CA certificate. Only the TLS server side lives here: the
 //! QUIC configuration (TLS 1.3, ALPN `argotunnel`) and the HTTP/2 one (TLS 1.2 or
 //! 1.3, no ALPN).
 
@@ -18,6 +19,9 @@ use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::Error;
 use crate::io::{ALPN, H2_SERVER_NAME, QUIC_SERVER_NAME};
+
+/// The name cloudflared's connectivity pre-checks dial (2026.8.2 and later).
+const PROBE_SERVER_NAME: &str = "probe.cftunnel.com";
 
 /// How many streams a connector may open on one connection (it opens only the
 /// control stream).
@@ -86,9 +90,12 @@ impl SimCa {
     > {
         let ca_key = KeyPair::from_pem(&self.key_pem).map_err(tls_error("ca key pem"))?;
         let issuer = Issuer::new(ca_params()?, ca_key);
-        let mut params =
-            CertificateParams::new(vec![QUIC_SERVER_NAME.to_owned(), H2_SERVER_NAME.to_owned()])
-                .map_err(tls_error("leaf parameters"))?;
+        let mut params = CertificateParams::new(vec![
+            QUIC_SERVER_NAME.to_owned(),
+            H2_SERVER_NAME.to_owned(),
+            PROBE_SERVER_NAME.to_owned(),
+        ])
+        .map_err(tls_error("leaf parameters"))?;
         params
             .distinguished_name
             .push(DnType::CommonName, QUIC_SERVER_NAME);

@@ -2,14 +2,16 @@
 //! stream with [`ControlServer`] ([`run_control`], shared with the HTTP/2 side in
 //! `edge_h2.rs` through the [`ControlStream`] trait), and decides registrations.
 //!
-//! Registration rules: the tunnel ID, account tag and secret must match the token
-//! the simulator accepts (otherwise a permanent `ConnectionError` whose cause does
+//! Registration rules: the tunnel ID must be one the simulator knows (the start-up
+//! tunnel or one created through the API) and not deleted, and the account tag and
+//! secret must match that tunnel's (otherwise a permanent `ConnectionError` whose cause does
 //! not contain `Unauthorized`, so connectors stop instead of retrying); a second live
 //! registration of the same client and connIndex on the same listener gets
 //! `EDUPCONN`. An unregister marks the connection draining at once and is answered
 //! when its in-flight streams are done (bounded), for 2023.7.3 compatibility; the
 //! connection is closed (code 0) once the connector has closed its control stream,
-//! or shortly after the answer.
+//! or shortly after the answer. A connection whose tunnel is deleted with `cascade`
+//! through the API is closed at once.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -22,6 +24,7 @@ use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
 use super::SimShared;
+use super::api::now_rfc3339;
 use super::registry::SimConn;
 use crate::io::{InFlight, random_uuid};
 use crate::proto::{
@@ -160,6 +163,8 @@ pub(crate) async fn run_control(
     shutdown: &mut watch::Receiver<bool>,
 ) -> String {
     tokio::pin!(closed);
+    let evicted = evicted(shared.registry().evicted(id));
+    tokio::pin!(evicted);
     let mut server = ControlServer::new();
     let mut out = Vec::new();
     let mut pending_unregister: Option<(ServerCallId, Instant)> = None;
@@ -205,6 +210,7 @@ pub(crate) async fn run_control(
                 return "closed after unregister".to_owned();
             }
             reason = &mut closed => return reason,
+            () = &mut evicted => return "tunnel deleted".to_owned(),
             _ = shutdown.wait_for(|stop| *stop) => return "simulator shut down".to_owned(),
         }
         while let Some(event) = server.poll_event() {
@@ -240,6 +246,16 @@ pub(crate) async fn run_control(
     }
 }
 
+/// Resolves once the connection is evicted; never if it cannot be.
+async fn evicted(receiver: Option<watch::Receiver<bool>>) {
+    if let Some(mut receiver) = receiver
+        && receiver.wait_for(|e| *e).await.is_ok()
+    {
+        return;
+    }
+    std::future::pending::<()>().await;
+}
+
 fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {
     ConnectionResponse::Error(ConnectionError {
         cause,
@@ -250,9 +266,40 @@ fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {
 
 /// Accepts or refuses one registration.
 fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> ConnectionResponse {
-    let token = &shared.token;
     let index = request.conn_index;
-    let response = if request.tunnel_id != token.tunnel_id.as_bytes() {
+    let tunnel_id = crate::proto::Uuid::from_slice(&request.tunnel_id);
+    let known = tunnel_id.and_then(|t| {
+        let cloud = shared.cloud();
+        cloud
+            .tunnel(t)
+            .filter(|t| t.deleted_at.is_none())
+            .map(|t| (t.id, t.account_tag.clone(), t.secret.clone()))
+    });
+    let response = if let Some((tunnel, account_tag, secret)) = &known
+        && request.auth.account_tag == *account_tag
+        && request.auth.tunnel_secret == *secret
+    {
+        if shared.registry().is_duplicate(id, request) {
+            refusal(DUPLICATE_CONNECTION_CAUSE.to_owned(), true)
+        } else {
+            match random_uuid() {
+                Ok(connection_id) => {
+                    shared
+                        .registry()
+                        .register(id, request, connection_id, *tunnel, now_rfc3339());
+                    if let Some(t) = shared.cloud().tunnel_mut(*tunnel) {
+                        t.ever_registered = true;
+                    }
+                    ConnectionResponse::Details(ConnectionDetails {
+                        uuid: connection_id.as_bytes().to_vec(),
+                        location_name: shared.location.clone(),
+                        tunnel_is_remotely_managed: false,
+                    })
+                }
+                Err(e) => refusal(format!("edge error: {e}"), true),
+            }
+        }
+    } else if known.is_none() {
         refusal(
             format!(
                 "tunnel {} is not known to this edge",
@@ -261,27 +308,11 @@ fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> Connecti
             ),
             false,
         )
-    } else if request.auth.account_tag != token.account_tag
-        || request.auth.tunnel_secret != token.tunnel_secret
-    {
+    } else {
         refusal(
             "tunnel credentials rejected: account tag or tunnel secret does not match".to_owned(),
             false,
         )
-    } else if shared.registry().is_duplicate(id, request) {
-        refusal(DUPLICATE_CONNECTION_CAUSE.to_owned(), true)
-    } else {
-        match random_uuid() {
-            Ok(connection_id) => {
-                shared.registry().register(id, request, connection_id);
-                ConnectionResponse::Details(ConnectionDetails {
-                    uuid: connection_id.as_bytes().to_vec(),
-                    location_name: shared.location.clone(),
-                    tunnel_is_remotely_managed: false,
-                })
-            }
-            Err(e) => refusal(format!("edge error: {e}"), true),
-        }
     };
     let client = &request.options.client;
     match &response {

@@ -1,7 +1,11 @@
-//! The simulator's eyeball side: a plain HTTP/1.1 listener whose requests are
-//! forwarded over new streams to registered connections (round robin over QUIC
-//! and HTTP/2 connections alike), bodies streamed both ways, websockets bridged
-//! after a `101`; plus `GET /_sim/status`. HTTP/2 forwarding lives in `edge_h2.rs`.
+//! The simulator's plain HTTP listeners. The eyeball side (the front door): requests
+//! are routed by `route.rs` to a tunnel and forwarded over new streams to its
+//! registered connections (round robin over QUIC and HTTP/2 connections alike),
+//! with the headers the edge adds (`Cf-Connecting-IP`, `X-Forwarded-For`, `Cf-Ray`,
+//! `Cf-Visitor`, `X-Forwarded-Proto`), bodies streamed both ways, websockets bridged
+//! after a `101`; plus `GET /_sim/status`. Accepted sockets get `TCP_NODELAY`. The
+//! API listener runs the same loop with `api::handle`. HTTP/2 forwarding lives in
+//! `edge_h2.rs`.
 //!
 //! Each forwarded request follows PROTOCOL.md §4: the edge writes preamble and
 //! `ConnectRequest` in one write, then the raw request body up to FIN, and reads the
@@ -10,11 +14,13 @@
 //! head, becomes a 502 here, as it would at Cloudflare.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, UPGRADE};
+use http::header::{HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
@@ -26,6 +32,7 @@ use tokio::sync::watch;
 
 use super::SimShared;
 use super::registry::SimConn;
+use super::route::{self, Route};
 use crate::io::stream::read_head;
 use crate::io::{BoxError, InFlightGuard, TunnelBody, TunnelStream};
 use crate::proto::preamble::{decode_response_head, encode_request_head};
@@ -36,6 +43,12 @@ pub(crate) const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(100);
 
 pub(crate) type SimBody = BoxBody<Bytes, BoxError>;
 
+const CF_CONNECTING_IP: &str = "cf-connecting-ip";
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
+const CF_RAY: &str = "cf-ray";
+const CF_VISITOR: &str = "cf-visitor";
+const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
+
 /// The path of the status endpoint.
 pub const STATUS_PATH: &str = "/_sim/status";
 
@@ -44,27 +57,46 @@ pub(crate) fn text(status: StatusCode, body: String) -> Response<SimBody> {
     *response.status_mut() = status;
     response.headers_mut().insert(
         CONTENT_TYPE,
-        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
+}
+
+/// Which plain HTTP listener a loop serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// The eyeball side: forwards through tunnels, plus the status endpoint.
+    FrontDoor,
+    /// The simulated v4 API.
+    Api,
 }
 
 /// Accepts HTTP connections until shutdown.
 pub(crate) async fn accept_loop(
     shared: Arc<SimShared>,
     listener: TcpListener,
+    which: Listener,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let Ok((stream, peer)) = accepted else { continue };
+                // As Cloudflare's edge: a response head and body written apart must
+                // not wait for the client's delayed ACK.
+                let _ = stream.set_nodelay(true);
                 let shared = Arc::clone(&shared);
                 tasks.spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
                         let shared = Arc::clone(&shared);
-                        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                        async move {
+                            let response = match which {
+                                Listener::FrontDoor => handle(shared, req, peer).await,
+                                Listener::Api => super::api::handle(shared, req).await,
+                            };
+                            Ok::<_, Infallible>(response)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -78,18 +110,53 @@ pub(crate) async fn accept_loop(
     }
 }
 
-async fn handle(shared: Arc<SimShared>, req: Request<Incoming>) -> Response<SimBody> {
+async fn handle(
+    shared: Arc<SimShared>,
+    req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<SimBody> {
     if req.uri().path() == STATUS_PATH && req.method() == Method::GET {
         let status = shared.status();
         let body = serde_json::to_string_pretty(&status).unwrap_or_default();
         let mut response = text(StatusCode::OK, body);
-        response.headers_mut().insert(
-            CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return response;
     }
-    forward(&shared, req).await
+    forward(&shared, req, peer).await
+}
+
+/// Adds what Cloudflare's edge adds to a forwarded request: the client address
+/// (`Cf-Connecting-IP`, appended to `X-Forwarded-For`), a ray ID, the scheme.
+fn add_edge_headers(headers: &mut http::HeaderMap, peer: SocketAddr) {
+    let ip = peer.ip().to_string();
+    let mut chain: Vec<&str> = headers
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
+    chain.push(&ip);
+    let forwarded = chain.join(", ");
+    let ray: String = crate::io::random_bytes::<8>()
+        .unwrap_or_default()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let pairs = [
+        (CF_CONNECTING_IP, ip),
+        (X_FORWARDED_FOR, forwarded),
+        (CF_RAY, format!("{ray}-SIM")),
+        (CF_VISITOR, r#"{"scheme":"http"}"#.to_owned()),
+        (X_FORWARDED_PROTO, "http".to_owned()),
+    ];
+    for (name, value) in pairs {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
 }
 
 fn is_websocket(req: &Request<Incoming>) -> bool {
@@ -104,15 +171,37 @@ fn is_websocket(req: &Request<Incoming>) -> bool {
     has(UPGRADE, "websocket") && has(CONNECTION, "upgrade")
 }
 
-async fn forward(shared: &SimShared, mut req: Request<Incoming>) -> Response<SimBody> {
+async fn forward(
+    shared: &SimShared,
+    mut req: Request<Incoming>,
+    peer: SocketAddr,
+) -> Response<SimBody> {
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().host().map(str::to_owned));
+    let (tunnel, via_dns) = match route::route(shared, host.as_deref()) {
+        Route::Tunnel { id, via_dns } => (id, via_dns),
+        Route::Answer(status, body) => return text(status, body),
+    };
+    add_edge_headers(req.headers_mut(), peer);
     let websocket = is_websocket(&req);
-    let on_upgrade = websocket.then(|| hyper::upgrade::on(&mut req));
-    let Some((conn_id, conn, guard)) = shared.registry().pick() else {
+    let picked = shared.registry().pick(tunnel);
+    let Some((conn_id, conn, guard)) = picked else {
+        if via_dns {
+            return text(
+                route::tunnel_error_status(),
+                route::TUNNEL_ERROR_BODY.to_owned(),
+            );
+        }
         return text(
             StatusCode::BAD_GATEWAY,
             "no registered tunnel connection\n".to_owned(),
         );
     };
+    let on_upgrade = websocket.then(|| hyper::upgrade::on(&mut req));
     let conn = match conn {
         SimConn::Quic(conn) => conn,
         SimConn::Http2 { send, .. } => {

@@ -1,5 +1,5 @@
-//! The simulator's book of connections: who is connected, registered or draining,
-//! how many streams each is serving, and a bounded event log.
+//! The simulator's book of connections: who is connected, registered (for which
+//! tunnel) or draining, how many streams each is serving, and a bounded event log.
 //!
 //! All access goes through short critical sections of a `std::sync::Mutex` that are
 //! never held across an `.await`. Picking a connection for a request counts the
@@ -103,6 +103,10 @@ pub struct SimConnection {
     pub features: Vec<String>,
     /// The connection UUID the simulator assigned.
     pub connection_id: Option<String>,
+    /// The tunnel it registered for.
+    pub tunnel_id: Option<String>,
+    /// When it registered (RFC 3339).
+    pub registered_at: Option<String>,
     /// How many registration attempts it retried before (from its options).
     pub num_previous_attempts: Option<u8>,
     /// Streams being served now.
@@ -117,6 +121,8 @@ struct Entry {
     info: SimConnection,
     conn: SimConn,
     in_flight: Arc<InFlight>,
+    /// Set when the connection's tunnel was deleted with `cascade`.
+    evict: watch::Sender<bool>,
 }
 
 /// Registry of the simulator's connections.
@@ -171,6 +177,8 @@ impl Registry {
                     arch: None,
                     features: Vec::new(),
                     connection_id: None,
+                    tunnel_id: None,
+                    registered_at: None,
                     num_previous_attempts: None,
                     in_flight: 0,
                     streams: 0,
@@ -178,6 +186,7 @@ impl Registry {
                 },
                 conn,
                 in_flight: Arc::clone(&in_flight),
+                evict: watch::channel(false).0,
             },
         );
         (id, in_flight)
@@ -198,8 +207,17 @@ impl Registry {
         })
     }
 
-    pub(crate) fn register(&mut self, id: u64, request: &RegisterConnection, connection_id: Uuid) {
+    pub(crate) fn register(
+        &mut self,
+        id: u64,
+        request: &RegisterConnection,
+        connection_id: Uuid,
+        tunnel_id: Uuid,
+        at: String,
+    ) {
         if let Some(e) = self.entries.get_mut(&id) {
+            e.info.tunnel_id = Some(tunnel_id.to_string());
+            e.info.registered_at = Some(at);
             let client = &request.options.client;
             e.info.state = SimConnectionState::Registered;
             e.info.conn_index = Some(request.conn_index);
@@ -221,6 +239,26 @@ impl Registry {
         }
     }
 
+    /// Becomes `true` when the connection must be closed because its tunnel was
+    /// deleted.
+    pub(crate) fn evicted(&self, id: u64) -> Option<watch::Receiver<bool>> {
+        self.entries.get(&id).map(|e| e.evict.subscribe())
+    }
+
+    /// Closes every connection of `tunnel` (through [`Registry::evicted`]); returns
+    /// how many.
+    pub(crate) fn evict_tunnel(&mut self, tunnel: &str) -> usize {
+        let mut count = 0;
+        for e in self.entries.values_mut() {
+            if e.info.tunnel_id.as_deref() == Some(tunnel) {
+                e.info.state = SimConnectionState::Draining;
+                e.evict.send_replace(true);
+                count += 1;
+            }
+        }
+        count
+    }
+
     /// Marks a connection as draining; it gets no new streams.
     pub(crate) fn unregister(&mut self, id: u64) {
         if let Some(e) = self.entries.get_mut(&id) {
@@ -232,12 +270,15 @@ impl Registry {
         self.entries.remove(&id).map(|e| e.info)
     }
 
-    /// The next registered connection, round robin, with its stream counted.
-    pub(crate) fn pick(&mut self) -> Option<(u64, SimConn, InFlightGuard)> {
+    /// The next registered connection of `tunnel`, round robin, with its stream
+    /// counted.
+    pub(crate) fn pick(&mut self, tunnel: Uuid) -> Option<(u64, SimConn, InFlightGuard)> {
+        let tunnel = tunnel.to_string();
         let healthy: Vec<u64> = self
             .entries
             .values()
             .filter(|e| e.info.state == SimConnectionState::Registered && !e.conn.is_closed())
+            .filter(|e| e.info.tunnel_id.as_deref() == Some(tunnel.as_str()))
             .map(|e| e.info.id)
             .collect();
         if healthy.is_empty() {

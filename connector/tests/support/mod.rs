@@ -667,3 +667,82 @@ pub async fn large_bodies_scenario(front: SocketAddr) {
     assert_eq!(body.len() as u64, LEN);
     assert!(is_pattern(&body));
 }
+
+/// A handler that answers every request with `<tag>` and the request's headers as
+/// JSON (`{"tag": ..., "headers": {name: value, ...}}`), so a test can tell which
+/// tunnel served a request and what the edge added.
+pub struct Tagged(pub &'static str);
+
+impl TunnelHandler for Tagged {
+    fn serve(&self, request: Request<TunnelBody>) -> ServeFuture {
+        let tag = self.0;
+        Box::pin(async move {
+            let headers: serde_json::Map<String, serde_json::Value> = request
+                .headers()
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_owned(),
+                        serde_json::Value::String(v.to_str().unwrap_or("").to_owned()),
+                    )
+                })
+                .collect();
+            let body = serde_json::json!({"tag": tag, "headers": headers}).to_string();
+            Ok(text(StatusCode::OK, body))
+        })
+    }
+}
+
+/// An API answer: status, headers, and the JSON body.
+#[derive(Debug)]
+pub struct ApiGot {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub json: serde_json::Value,
+}
+
+/// One request to the simulated API at `sim.api_base()` + `path`, with `token` as
+/// bearer (if any) and `body` as JSON (if any).
+pub async fn api_call(
+    sim: &EdgeSim,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> ApiGot {
+    let uri = format!("{}{path}", culvert_connector::sim::API_PREFIX);
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("host", sim.api_addr().to_string());
+    if let Some(token) = token {
+        builder = builder.header("authorization", format!("Bearer {token}"));
+    }
+    let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+    if !bytes.is_empty() {
+        builder = builder.header("content-type", "application/json");
+    }
+    let got = request(
+        sim.api_addr(),
+        builder.body(Full::new(Bytes::from(bytes))).unwrap(),
+    )
+    .await;
+    let body = got.body.unwrap();
+    let json = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{method} {path}: not json ({e}): {body:?}"));
+    ApiGot {
+        status: got.status,
+        headers: got.headers,
+        json,
+    }
+}
+
+/// [`api_call`] with the simulator's own API token.
+pub async fn api(
+    sim: &EdgeSim,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> ApiGot {
+    api_call(sim, method, path, Some(&sim.api_token()), body).await
+}
