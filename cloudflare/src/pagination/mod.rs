@@ -1,0 +1,117 @@
+//! Walking a list endpoint page by page. The next page is decided by [`next_page`], a
+//! pure function of the page just read: stop at the last page `result_info` announces
+//! or at an empty page, and refuse a list longer than [`MAX_PAGES`] rather than follow
+//! a server that never ends.
+
+use http::Method;
+use serde::de::DeserializeOwned;
+
+use crate::client::Call;
+use crate::envelope::{Decoded, ResultInfo};
+use crate::{Client, Error};
+
+/// The most pages one list walk reads.
+pub const MAX_PAGES: u32 = 200;
+
+/// What comes after reading `page`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Read this page next.
+    Page(u32),
+    /// The list is complete.
+    Done,
+    /// The list has more than `max_pages` pages.
+    TooMany,
+}
+
+/// What to read after `page`, which held `items` items and came with `info`.
+pub(crate) fn next_page(
+    page: u32,
+    info: Option<&ResultInfo>,
+    items: usize,
+    max_pages: u32,
+) -> Next {
+    let Some(info) = info else {
+        return Next::Done;
+    };
+    if items == 0 || page >= info.pages() {
+        return Next::Done;
+    }
+    if page >= max_pages {
+        return Next::TooMany;
+    }
+    Next::Page(page + 1)
+}
+
+impl Client {
+    /// Every item of a list, `per_page` at a time, walking at most [`MAX_PAGES`].
+    pub(crate) async fn list_all<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        per_page: u32,
+    ) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        let mut page = 1;
+        loop {
+            let request = call
+                .clone()
+                .query("page", page.to_string())
+                .query("per_page", per_page.to_string());
+            let decoded: Decoded<Vec<T>> = self.call(&request).await?;
+            let count = decoded.result.len();
+            items.extend(decoded.result);
+            match next_page(page, decoded.info.as_ref(), count, MAX_PAGES) {
+                Next::Page(next) => page = next,
+                Next::Done => return Ok(items),
+                Next::TooMany => {
+                    return Err(Error::TooManyPages {
+                        method: Method::GET,
+                        path: call.path_and_query(),
+                        limit: MAX_PAGES,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(page: u32, per_page: u32, total_count: u32, total_pages: u32) -> ResultInfo {
+        ResultInfo {
+            page,
+            per_page,
+            count: per_page,
+            total_count,
+            total_pages,
+        }
+    }
+
+    #[test]
+    fn pages_are_walked_to_the_announced_last_one() {
+        let cases = [
+            (1, Some(info(1, 2, 5, 3)), 2, Next::Page(2)),
+            (2, Some(info(2, 2, 5, 3)), 2, Next::Page(3)),
+            (3, Some(info(3, 2, 5, 3)), 1, Next::Done),
+            // No result_info: a single answer.
+            (1, None, 7, Next::Done),
+            // total_pages missing: worked out from total_count and per_page.
+            (1, Some(info(1, 2, 5, 0)), 2, Next::Page(2)),
+            (3, Some(info(3, 2, 5, 0)), 1, Next::Done),
+            // An empty page ends the walk whatever is announced.
+            (2, Some(info(2, 2, 50, 25)), 0, Next::Done),
+            // A server announcing endless pages is cut off.
+            (200, Some(info(200, 1, 10_000, 10_000)), 1, Next::TooMany),
+            (199, Some(info(199, 1, 10_000, 10_000)), 1, Next::Page(200)),
+        ];
+        for (page, info, items, expected) in cases {
+            assert_eq!(
+                next_page(page, info.as_ref(), items, MAX_PAGES),
+                expected,
+                "{page} {info:?}"
+            );
+        }
+    }
+}
