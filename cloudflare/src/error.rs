@@ -60,6 +60,8 @@ pub enum Error {
         status: StatusCode,
         /// The envelope's `errors`, empty when the body was not an envelope.
         errors: Vec<ApiMessage>,
+        /// The envelope's `messages` (notes Cloudflare adds; not shown by `Display`).
+        messages: Vec<ApiMessage>,
         /// The `Retry-After` delay the answer carried, if any.
         retry_after: Option<Duration>,
     },

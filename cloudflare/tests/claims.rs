@@ -210,3 +210,20 @@ async fn due_checks_run_once_per_period_per_claim() {
     assert_eq!(prover.proof(&forged, &good), Proof::Refuted);
     assert_eq!(cloudflare.requests(), 9);
 }
+
+#[tokio::test]
+async fn the_prover_can_be_shared_between_tasks() {
+    let cloudflare = Cloudflare::start().await;
+    let prover = Arc::new(cloudflare.prover());
+    let checker = prover.clone();
+    let task = tokio::spawn(async move {
+        let token = genuine();
+        let good = credential("good");
+        checker.check_due([(&token, &good)]).await
+    });
+    assert_eq!(task.await.unwrap(), 1);
+    assert_eq!(
+        prover.proof(&genuine(), &credential("good")),
+        Proof::Confirmed
+    );
+}

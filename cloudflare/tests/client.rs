@@ -643,3 +643,21 @@ fn tls_material() -> (String, Arc<rustls::ServerConfig>) {
         .unwrap();
     (ca_cert.pem(), Arc::new(config))
 }
+
+#[tokio::test]
+async fn clients_and_their_calls_can_move_between_threads() {
+    fn is_send_sync<T: Send + Sync>(_: &T) {}
+    fn is_send<T: Send>(_: &T) {}
+    let server = Server::start(|_| verify_ok()).await;
+    let client = server.client();
+    is_send_sync(&client);
+    is_send(&client.verify_token());
+    is_send(&client.list_tunnels(&account(), None));
+    let error = client
+        .put_tunnel_configuration(&account(), &tunnel_id(), &[])
+        .await
+        .unwrap_err();
+    is_send_sync(&error);
+    let handle = tokio::spawn(async move { client.verify_token().await.map(|s| s.id) });
+    assert_eq!(handle.await.unwrap().unwrap(), "a1b2");
+}

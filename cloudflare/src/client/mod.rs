@@ -334,15 +334,19 @@ impl Client {
         answer: Answer,
     ) -> Result<Decoded<T>, Error> {
         envelope::decode(answer.status, &answer.body).map_err(|refusal| match refusal {
-            Refusal::Api(mut errors) => {
-                for error in &mut errors {
-                    error.message = self.scrub(&error.message);
+            Refusal::Api {
+                mut errors,
+                mut messages,
+            } => {
+                for entry in errors.iter_mut().chain(messages.iter_mut()) {
+                    entry.message = self.scrub(&entry.message);
                 }
                 Error::Api {
                     method: call.method.clone(),
                     path: target.to_owned(),
                     status: answer.status,
                     errors,
+                    messages,
                     retry_after: answer.retry_after,
                 }
             }

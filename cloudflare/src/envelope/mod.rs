@@ -65,9 +65,14 @@ pub(crate) struct Decoded<T> {
 /// Why an answer is not a success.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// An error status or `"success": false`, with the envelope's errors (empty when
-    /// the body was no envelope, an HTML error page from a proxy, say).
-    Api(Vec<ApiMessage>),
+    /// An error status or `"success": false`, with the envelope's errors and messages
+    /// (both empty when the body was no envelope, an HTML error page from a proxy, say).
+    Api {
+        /// `errors`.
+        errors: Vec<ApiMessage>,
+        /// `messages`.
+        messages: Vec<ApiMessage>,
+    },
     /// A success whose body is not the envelope or result expected.
     Malformed(String),
 }
@@ -78,6 +83,8 @@ struct RawEnvelope {
     success: Option<bool>,
     #[serde(default)]
     errors: Vec<RawMessage>,
+    #[serde(default)]
+    messages: Vec<RawMessage>,
     #[serde(default)]
     result: serde_json::Value,
     #[serde(default)]
@@ -104,10 +111,18 @@ pub(crate) fn decode<T: DeserializeOwned>(
         Err(detail) if status.is_success() => {
             return Err(Refusal::Malformed(format!("not an api envelope: {detail}")));
         }
-        Err(_) => return Err(Refusal::Api(Vec::new())),
+        Err(_) => {
+            return Err(Refusal::Api {
+                errors: Vec::new(),
+                messages: Vec::new(),
+            });
+        }
     };
     if !status.is_success() || envelope.success != Some(true) {
-        return Err(Refusal::Api(messages(envelope.errors)));
+        return Err(Refusal::Api {
+            errors: messages(envelope.errors),
+            messages: messages(envelope.messages),
+        });
     }
     let result = serde_path_to_error::deserialize(envelope.result)
         .map_err(|err| Refusal::Malformed(format!("result.{}: {}", err.path(), err.inner())))?;

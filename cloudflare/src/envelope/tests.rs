@@ -69,7 +69,9 @@ const THROTTLED: &str = r#"{"success":false,"errors":[{"code":971,"message":"Ple
 const DNS_CONFLICT: &str = r#"{"result":null,"success":false,"errors":[{"code":81053,"message":"An A, AAAA, or CNAME record with that host already exists.","error_chain":[{"code":1,"message":"x"}]}],"messages":[]}"#;
 
 fn api_error(status: StatusCode, body: &str) -> Error {
-    let Err(Refusal::Api(errors)) = decode::<serde_json::Value>(status, body.as_bytes()) else {
+    let Err(Refusal::Api { errors, messages }) =
+        decode::<serde_json::Value>(status, body.as_bytes())
+    else {
         panic!("{status} {body} is not refused");
     };
     Error::Api {
@@ -77,6 +79,7 @@ fn api_error(status: StatusCode, body: &str) -> Error {
         path: "/x".to_owned(),
         status,
         errors,
+        messages,
         retry_after: None,
     }
 }
@@ -178,12 +181,12 @@ fn success_needs_both_the_status_and_the_flag() {
     let flag_false = r#"{"success":false,"errors":[{"code":1055,"message":"last rule must be a catch-all"}],"result":null}"#;
     assert!(matches!(
         decode::<serde_json::Value>(StatusCode::OK, flag_false.as_bytes()),
-        Err(Refusal::Api(errors)) if errors[0].code == 1055
+        Err(Refusal::Api { errors, .. }) if errors[0].code == 1055
     ));
     let no_flag = r#"{"errors":[],"result":{"id":"x"}}"#;
     assert!(matches!(
         decode::<serde_json::Value>(StatusCode::OK, no_flag.as_bytes()),
-        Err(Refusal::Api(_))
+        Err(Refusal::Api { .. })
     ));
     let error_status_claiming_success = r#"{"success":true,"errors":[],"result":null}"#;
     assert!(matches!(
@@ -191,7 +194,7 @@ fn success_needs_both_the_status_and_the_flag() {
             StatusCode::BAD_REQUEST,
             error_status_claiming_success.as_bytes()
         ),
-        Err(Refusal::Api(_))
+        Err(Refusal::Api { .. })
     ));
 }
 
@@ -227,7 +230,7 @@ fn server_text_is_bounded() {
         .map(|i| format!(r#"{{"code":{i},"message":"{long}\u0007"}}"#))
         .collect();
     let body = format!(r#"{{"success":false,"errors":[{}]}}"#, many.join(","));
-    let Err(Refusal::Api(errors)) =
+    let Err(Refusal::Api { errors, .. }) =
         decode::<serde_json::Value>(StatusCode::BAD_REQUEST, body.as_bytes())
     else {
         panic!("refused");
@@ -247,7 +250,7 @@ fn codes_that_do_not_fit_are_malformed_not_a_panic() {
     // Not an envelope this client reads: for an error status it stays an api error.
     assert!(matches!(
         decode::<serde_json::Value>(StatusCode::BAD_REQUEST, body.as_bytes()),
-        Err(Refusal::Api(errors)) if errors.is_empty()
+        Err(Refusal::Api { errors, .. }) if errors.is_empty()
     ));
 }
 
@@ -264,4 +267,16 @@ fn an_api_token_never_prints() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn envelope_messages_are_kept_beside_the_errors() {
+    let body = r#"{"success":false,"errors":[{"code":1004,"message":"DNS Validation Error"}],
+        "messages":[{"code":10500,"message":"the record's ttl was set to automatic"}],"result":null}"#;
+    let error = api_error(StatusCode::BAD_REQUEST, body);
+    let Error::Api { messages, .. } = &error else {
+        panic!("an api error");
+    };
+    assert_eq!(messages[0].code, 10500);
+    assert!(!error.to_string().contains("10500"), "{error}");
 }
