@@ -49,7 +49,8 @@
 //! # What it guarantees
 //!
 //! - The API token never prints: [`ApiToken`] formats as `<redacted>`, the header is
-//!   marked sensitive, no error holds it, and server text is scrubbed of it.
+//!   marked sensitive, no error holds it, and server text and request paths in errors
+//!   are scrubbed of it.
 //! - Every request path is built from validated ids ([`AccountId`], [`ZoneId`],
 //!   [`TunnelId`], [`RecordId`]); names only go into the percent-encoded query.
 //! - Answers are untrusted: at most [`MAX_BODY`] bytes within the timeout, decoded

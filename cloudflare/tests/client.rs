@@ -594,6 +594,31 @@ async fn the_token_never_appears_in_an_error() {
             .unwrap_err(),
     );
     errors.push(ApiToken::new(format!("{TOKEN} with space")).unwrap_err());
+    errors.push(
+        Client::builder(ApiToken::new(TOKEN).unwrap())
+            .system_roots(false)
+            .build()
+            .unwrap_err(),
+    );
+    let huge = Server::start(|_| Reply::Answer {
+        status: 200,
+        headers: Vec::new(),
+        body: TOKEN.repeat(culvert_cloudflare::MAX_BODY / TOKEN.len() + 1),
+    })
+    .await;
+    errors.push(huge.client().verify_token().await.unwrap_err());
+    let endless = Server::start(|seen| {
+        let page: u32 = seen.query("page").unwrap().parse().unwrap();
+        Reply::page(json!([tunnel_json(TOKEN)]), page, 1, 1_000_000)
+    })
+    .await;
+    errors.push(
+        endless
+            .client()
+            .list_tunnels(&account(), Some(TOKEN))
+            .await
+            .unwrap_err(),
+    );
 
     let kinds: Vec<String> = errors
         .iter()
@@ -605,7 +630,17 @@ async fn the_token_never_appears_in_an_error() {
                 .to_owned()
         })
         .collect();
-    for kind in ["Api", "Decode", "Timeout", "Transport", "Config", "Invalid"] {
+    for kind in [
+        "Api",
+        "Decode",
+        "Timeout",
+        "Transport",
+        "Config",
+        "Invalid",
+        "Trust",
+        "TooLarge",
+        "TooManyPages",
+    ] {
         assert!(
             kinds.iter().any(|k| k == kind),
             "no {kind} error in {kinds:?}"

@@ -200,8 +200,10 @@ impl Client {
 
     /// Makes one API call: budget, attempts, retries, decoding.
     pub(crate) async fn call<T: DeserializeOwned>(&self, call: &Call) -> Result<Decoded<T>, Error> {
-        let target = call.path_and_query();
-        let uri = self.shared.base.join(&target)?;
+        let uri = self.shared.base.join(&call.path_and_query())?;
+        // What errors and logs show: the path with the token taken out, should a caller
+        // ever pass it as a name.
+        let target = self.scrub(&call.path_and_query());
         let mut attempt = 1;
         loop {
             self.shared.budget.acquire().await;
@@ -360,7 +362,7 @@ impl Client {
     }
 
     /// Server text with this client's token taken out, in case a server echoes it.
-    fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         text.replace(self.token.expose(), "<redacted>")
     }
 

@@ -66,7 +66,7 @@ impl Client {
                 Next::TooMany => {
                     return Err(Error::TooManyPages {
                         method: Method::GET,
-                        path: call.path_and_query(),
+                        path: self.scrub(&call.path_and_query()),
                         limit: MAX_PAGES,
                     });
                 }

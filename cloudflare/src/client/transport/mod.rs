@@ -71,7 +71,7 @@ impl BaseUrl {
             self.authority, self.prefix
         )
         .parse()
-        .map_err(|_| Error::Config(format!("request path {path_and_query:?} is not a url")))
+        .map_err(|_| Error::Config("a request path does not make a url".to_owned()))
     }
 }
 
