@@ -1,0 +1,17 @@
+//! What a Gateway served through a Cloudflare Tunnel needs on Cloudflare's side, planned
+//! from Gateway API state: the DNS records that point its hostnames at the tunnel and the
+//! tunnel's remote ingress configuration.
+//!
+//! The planning here is pure: no IO, no async, no clock. It takes what the caller read
+//! from the API (zones, records, the current configuration) and says what to write.
+//!
+//! - [`dns`]: the zone of each hostname and the TXT ownership records that mark what
+//!   Culvert created.
+//!
+//! Start at [`dns`].
+#![forbid(unsafe_code)]
+
+pub mod dns;
+mod error;
+
+pub use error::Error;
