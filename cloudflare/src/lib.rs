@@ -5,10 +5,11 @@
 //! The planning here is pure: no IO, no async, no clock. It takes what the caller read
 //! from the API (zones, records, the current configuration) and says what to write.
 //!
-//! - [`dns`]: the zone of each hostname and the TXT ownership records that mark what
-//!   Culvert created.
+//! - [`dns`]: the zone of each hostname, the TXT ownership records that mark what Culvert
+//!   created, and [`dns::plan()`], which turns desired names and existing records into
+//!   creates, updates, deletes and conflicts.
 //!
-//! Start at [`dns`].
+//! Start at [`dns::plan()`].
 #![forbid(unsafe_code)]
 
 pub mod dns;

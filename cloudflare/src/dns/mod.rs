@@ -8,14 +8,20 @@
 //!
 //! - [`name`]: the validated [`Hostname`];
 //! - [`zone`]: the zone a hostname belongs to;
-//! - [`ownership`]: the TXT record's name and content, written and parsed.
+//! - [`ownership`]: the TXT record's name and content, written and parsed;
+//! - [`plan`](mod@plan): desired names and existing records to a [`Plan`].
 //!
-//! Start at [`Zones::zone_for`].
+//! Start at [`plan()`].
 
 pub mod name;
 pub mod ownership;
+pub mod plan;
 pub mod zone;
 
 pub use name::Hostname;
 pub use ownership::{GatewayRef, OwnerId, Ownership};
+pub use plan::{
+    CONFLICT_REASON, Conflict, ConflictKind, DesiredName, ExistingRecord, Plan, PlannedChange,
+    RecordSpec, RecordType, SkipReason, Skipped, plan,
+};
 pub use zone::{Zone, Zones};
