@@ -7,12 +7,15 @@
 //!
 //! - [`dns`]: the zone of each hostname, the TXT ownership records that mark what Culvert
 //!   created, and [`dns::plan()`], which turns desired names and existing records into
-//!   creates, updates, deletes and conflicts.
+//!   creates, updates, deletes and conflicts;
+//! - [`ingress`]: a tunnel's ingress rules from a Gateway's hostnames, and whether the
+//!   configuration Cloudflare holds differs from them.
 //!
 //! Start at [`dns::plan()`].
 #![forbid(unsafe_code)]
 
 pub mod dns;
 mod error;
+pub mod ingress;
 
 pub use error::Error;
