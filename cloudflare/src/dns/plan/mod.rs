@@ -82,6 +82,14 @@ impl RecordType {
         }
     }
 
+    /// The indefinite article before the type's name in a sentence.
+    fn article(&self) -> &'static str {
+        match self {
+            Self::A | Self::Aaaa => "an",
+            _ => "a",
+        }
+    }
+
     /// Whether a CNAME cannot be created next to a record of this type.
     fn blocks_cname(&self) -> bool {
         matches!(self, Self::A | Self::Aaaa | Self::Cname)
@@ -204,12 +212,14 @@ impl Conflict {
                 name,
                 without_ownership: true,
             } => format!(
-                "a {record_type} record {name} exists without culvert's ownership record; it is left alone"
+                "{} {record_type} record {name} exists without culvert's ownership record; it is left alone",
+                record_type.article()
             ),
             ConflictKind::ForeignRecord {
                 record_type, name, ..
             } => format!(
-                "a {record_type} record {name} that culvert did not create holds {host}; it is left alone"
+                "{} {record_type} record {name} that culvert did not create holds {host}; it is left alone",
+                record_type.article()
             ),
             ConflictKind::OtherOwner => {
                 format!("the dns records of {host} belong to another culvert installation")
@@ -427,8 +437,11 @@ pub fn plan(
 
     let mut claims: Vec<Claim<'_>> = Vec::new();
     let mut claimed: HashMap<(&str, Hostname), &GatewayRef> = HashMap::new();
-    // Hostnames wanted but not placed in a zone: their records anywhere stay.
+    // Hostnames wanted but not planned (no zone, an unusable tunnel ID): their records
+    // stay wherever they are.
     let mut kept: HashSet<Hostname> = HashSet::new();
+    // Losers of a name already reported, so a Gateway listing a name twice gets one.
+    let mut lost: HashSet<(Hostname, &GatewayRef)> = HashSet::new();
     for want in desired {
         let skip = |reason| Skipped {
             hostname: shown(&want.hostname),
@@ -458,7 +471,7 @@ pub fn plan(
         };
         let key = (zone.id.as_str(), hostname.clone());
         if let Some(winner) = claimed.get(&key) {
-            if **winner != want.gateway {
+            if **winner != want.gateway && lost.insert((hostname.clone(), &want.gateway)) {
                 out.conflicts.push(Conflict {
                     hostname,
                     gateway: want.gateway.clone(),

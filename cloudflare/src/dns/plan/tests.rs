@@ -275,9 +275,9 @@ fn duplicates_of_ours_are_removed() {
 #[test]
 fn foreign_address_or_cname_is_a_conflict() {
     let cases = [
-        (RecordType::A, "192.0.2.1", "A"),
-        (RecordType::Aaaa, "2001:db8::1", "AAAA"),
-        (RecordType::Cname, "elsewhere.example.net", "CNAME"),
+        (RecordType::A, "192.0.2.1", "an A"),
+        (RecordType::Aaaa, "2001:db8::1", "an AAAA"),
+        (RecordType::Cname, "elsewhere.example.net", "a CNAME"),
     ];
     for (kind, content, shown) in cases {
         let existing = [record("x", "z1", "app.example.com", kind.clone(), content)];
@@ -295,7 +295,7 @@ fn foreign_address_or_cname_is_a_conflict() {
         );
         let message = conflict.message();
         assert!(
-            message.contains(&format!("a {shown} record app.example.com")),
+            message.contains(&format!("{shown} record app.example.com")),
             "{message}"
         );
         // Not ours, so never deleted either.
@@ -374,8 +374,9 @@ fn two_gateways_one_name_first_wins() {
     let desired = [
         want("app.example.com", T1, "first"),
         want("app.example.com", T2, "second"),
-        // The same Gateway twice is no conflict.
+        // The same Gateway twice is no conflict, and a loser is reported once.
         want("app.example.com", T1, "first"),
+        want("APP.example.com", T2, "second"),
     ];
     let plan = run(&desired, &[]);
     assert_eq!(
@@ -544,7 +545,7 @@ fn dry_run_print_one_line_each() {
          delete TXT _culvert-owner.old.example.com (record t-old in zone z1)\n\
          create TXT _culvert-owner.app.example.com {} in zone z1\n\
          create CNAME app.example.com -> {T1}.cfargotunnel.com (proxied) in zone z1\n\
-         conflict taken.example.com (gateway edge/gw): DNSRecordConflict: a A record taken.example.com that culvert did not create holds taken.example.com; it is left alone\n\
+         conflict taken.example.com (gateway edge/gw): DNSRecordConflict: an A record taken.example.com that culvert did not create holds taken.example.com; it is left alone\n\
          skip www.example.net (gateway edge/gw): no zone of the account holds this name\n",
         Ownership::new(owner(), gw("gw")).content().escape_debug()
     );
