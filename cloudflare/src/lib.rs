@@ -2,9 +2,13 @@
 //! remotely managed configuration, zones, DNS records, and the proof that a connector
 //! token holds the tunnel it names.
 //!
-//! The crate owns every request Culvert sends to Cloudflare and no decision about what
-//! to write: which records to own and which ingress rules to publish are decided
-//! elsewhere and handed to these calls. It serves no socket and holds no global state.
+//! It owns every request Culvert sends to Cloudflare, and the pure planning of what to
+//! write: [`dns`] (the zone of each hostname, the TXT ownership records that mark what
+//! Culvert created, and [`dns::plan()`], which turns desired names and existing records
+//! into creates, updates, deletes and conflicts) and [`ingress`] (a tunnel's ingress
+//! rules from a Gateway's hostnames, and whether what Cloudflare holds differs). The
+//! planners do no IO and refuse values with a [`PlanError`]. Nothing here serves a
+//! socket or holds global state.
 //!
 //! # Using it
 //!
@@ -68,11 +72,14 @@
 mod api;
 pub mod claims;
 mod client;
+pub mod dns;
 mod envelope;
 mod error;
 mod ids;
+pub mod ingress;
 mod model;
 mod pagination;
+mod plan_error;
 mod token;
 
 pub use claims::{ClaimKey, ClaimProver, ClaimVerdicts, Proof};
@@ -85,4 +92,5 @@ pub use model::{
     TunnelConnection, TunnelStatus, Zone, ZoneAccount,
 };
 pub use pagination::MAX_PAGES;
+pub use plan_error::PlanError;
 pub use token::{ApiToken, ConnectorToken};
