@@ -43,7 +43,34 @@ pub struct Settings {
     pub tunnel_edges: Vec<String>,
     /// Longest time between two passes.
     pub resync: Duration,
+    /// How the controller talks to Cloudflare.
+    pub cloudflare: CloudflareSettings,
 }
+
+/// Where the Cloudflare API is, and how the controller marks what it writes there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudflareSettings {
+    /// The v4 API's base URL (`http://` only on loopback, for the simulator).
+    pub api_url: String,
+    /// The ID the DNS ownership records name, so several clusters can share a
+    /// zone without touching each other's records.
+    pub owner_id: String,
+    /// Print the DNS and ingress changes instead of making them.
+    pub dry_run: bool,
+}
+
+impl Default for CloudflareSettings {
+    fn default() -> Self {
+        Self {
+            api_url: culvert_cloudflare::DEFAULT_BASE_URL.to_owned(),
+            owner_id: DEFAULT_OWNER_ID.to_owned(),
+            dry_run: false,
+        }
+    }
+}
+
+/// The DNS owner ID when none is configured.
+pub const DEFAULT_OWNER_ID: &str = "culvert";
 
 /// What one pass did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

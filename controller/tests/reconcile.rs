@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use culvert_controller::cluster::{AUTHORITY_SECRET, Cluster, FIELD_MANAGER};
 use culvert_controller::planes::{self, Wanted};
 use culvert_controller::render::{Image, PodPeer, PullPolicy, SECRETS_HASH_ANNOTATION};
-use culvert_controller::run::{Desired, Memory, Settings, reconcile, run};
+use culvert_controller::run::{CloudflareSettings, Desired, Memory, Settings, reconcile, run};
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use culvert_kubernetes::{KubernetesSource, SourceConfig, TranslationHook};
 use serde_json::{Value, json};
@@ -44,6 +44,7 @@ fn settings() -> Settings {
         },
         tunnel_edges: vec!["127.0.0.1:7844".to_owned()],
         resync: Duration::from_millis(300),
+        cloudflare: CloudflareSettings::default(),
     }
 }
 

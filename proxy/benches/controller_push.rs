@@ -218,6 +218,7 @@ fn main() {
             },
             tunnel_edges: Vec::new(),
             resync: Duration::from_secs(30),
+            cloudflare: Default::default(),
         };
         let started = Instant::now();
         let controller = serve::start(settings, source).await.unwrap();

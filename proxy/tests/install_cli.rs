@@ -652,6 +652,7 @@ fn full_gateway_config() -> GatewayConfigSpec {
             token_ref: secret_ref("tunnel"),
         }),
         config_api_token_ref: Some(secret_ref("token")),
+        cloudflare_credentials_secret_ref: Some(secret_ref("cloudflare")),
     }
 }
 
@@ -666,6 +667,11 @@ fn full_gateway_class_config() -> GatewayClassConfigSpec {
                 namespace: "culvert-system".to_owned(),
                 key: Some("token".to_owned()),
             },
+        }),
+        cloudflare_credentials_secret_ref: Some(SecretKeyReference {
+            name: "cloudflare".to_owned(),
+            namespace: "culvert-system".to_owned(),
+            key: Some("token".to_owned()),
         }),
         shared_plane: Some(SharedPlane {
             replicas: Some(3),

@@ -40,6 +40,12 @@ pub struct GatewayClassConfigSpec {
     /// How `culvert controller` runs the class's shared data plane.
     #[serde(default)]
     pub shared_plane: Option<SharedPlane>,
+    /// The Secret holding the Cloudflare API token (key [`TOKEN_KEY`] unless the
+    /// reference names another) the controller proves tunnel claims and writes
+    /// tunnel ingress and DNS records with, for Gateways whose GatewayConfig names
+    /// none and for the class tunnel.
+    #[serde(default)]
+    pub cloudflare_credentials_secret_ref: Option<SecretKeyReference>,
 }
 
 /// The size of a class's shared data plane (`culvert controller`).
@@ -114,6 +120,11 @@ pub struct GatewayConfigSpec {
     /// Secret holding the bearer token for config pushes; generated when absent.
     #[serde(default)]
     pub config_api_token_ref: Option<SecretObjectReference>,
+    /// Secret, in the Gateway's namespace, holding the Cloudflare API token (key
+    /// [`TOKEN_KEY`]) that proves this Gateway's tunnel claim and writes its
+    /// tunnel's ingress and DNS records; the class's when absent.
+    #[serde(default)]
+    pub cloudflare_credentials_secret_ref: Option<SecretObjectReference>,
 }
 
 /// Autoscaling bounds and target.

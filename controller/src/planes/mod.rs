@@ -195,6 +195,7 @@ pub fn shared(
                     autoscaling: size.and_then(|s| s.autoscaling.clone()),
                     tunnel: None,
                     config_api_token_ref: None,
+                    cloudflare_credentials_secret_ref: None,
                 },
                 class_tunnel: class_config
                     .and_then(|c| c.tunnel.as_ref())

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use culvert_controller::render::{Image, PodPeer, PullPolicy};
-use culvert_controller::run::Settings;
+use culvert_controller::run::{CloudflareSettings, Settings};
 use culvert_controller::serve;
 use culvert_kubernetes::SourceConfig;
 use culvert_router::parse_duration;
@@ -64,6 +64,17 @@ pub(crate) struct ControllerArgs {
     /// Longest time between two reconciles of every plane.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     resync: Duration,
+    /// The Cloudflare v4 API (`http://` only on loopback, for
+    /// `culvert-edge-sim`).
+    #[arg(long, default_value = culvert_cloudflare::DEFAULT_BASE_URL)]
+    cloudflare_api_url: String,
+    /// The owner ID the DNS ownership (TXT) records carry: give each cluster
+    /// sharing a zone its own.
+    #[arg(long, default_value = culvert_controller::run::DEFAULT_OWNER_ID)]
+    dns_owner_id: String,
+    /// Log the DNS and tunnel ingress changes instead of making them.
+    #[arg(long)]
+    cloudflare_dry_run: bool,
     /// Print what would be applied for the manifests at this path (file or
     /// directory) and exit, without a cluster.
     #[arg(long, value_name = "FILE|DIR")]
@@ -109,6 +120,11 @@ pub(crate) fn run(args: &ControllerArgs) -> anyhow::Result<Outcome> {
         },
         tunnel_edges: args.tunnel_edges.clone(),
         resync: args.resync,
+        cloudflare: CloudflareSettings {
+            api_url: args.cloudflare_api_url.clone(),
+            owner_id: args.dns_owner_id.clone(),
+            dry_run: args.cloudflare_dry_run,
+        },
     };
     if let Some(path) = &args.render {
         return super::render_planes::run(path, &args.controller_name, &settings);
