@@ -216,6 +216,17 @@ impl Cluster {
         })
     }
 
+    /// The value of key `key` of Secret `namespace/key.name`, which must exist and
+    /// be non-empty text.
+    pub async fn read_secret(
+        &self,
+        namespace: &str,
+        key: &SecretKey,
+    ) -> Result<String, ClusterError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        self.secret_value(&api, namespace, key).await
+    }
+
     async fn secret_value(
         &self,
         api: &Api<Secret>,

@@ -20,6 +20,8 @@
 //! - [`addresses`]: the addresses Gateways on the controller's planes report
 //!   (the data Service's load balancer, `AddressNotAssigned` until there is one;
 //!   a tunnel's name);
+//! - [`cloudflare_sync`]: each tunnel plane's ingress and DNS records at
+//!   Cloudflare, and what they mean for status;
 //! - [`run`]: the reconcile loop that ties them together while this process leads;
 //! - [`serve`]: all of it assembled with the Kubernetes source, as `culvert
 //!   controller` runs it.
@@ -28,6 +30,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addresses;
+pub mod cloudflare_sync;
 pub mod cluster;
 pub mod credentials;
 mod error;

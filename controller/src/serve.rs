@@ -15,6 +15,8 @@ use culvert_kubernetes::{KubernetesSource, SourceConfig, StatusOverlay, Translat
 use tokio::sync::watch;
 
 use crate::addresses::PlaneAddresses;
+use crate::cloudflare_sync::status::SyncStatus;
+use crate::cloudflare_sync::{self, SyncInputs};
 use crate::cluster::Cluster;
 use crate::planes::{self, Wanted};
 use crate::push::{PushSettings, Pusher, Summaries};
@@ -42,6 +44,8 @@ pub struct Controller {
     desired: watch::Receiver<Desired>,
     wake: Arc<watch::Sender<u64>>,
     refused: Arc<watch::Sender<BTreeMap<NamespacedName, String>>>,
+    sync_inputs: watch::Receiver<Option<Arc<SyncInputs>>>,
+    sync_status: Arc<watch::Sender<SyncStatus>>,
 }
 
 /// Connects with `source` (its `on_translation`, `status_overlay` and
@@ -52,10 +56,19 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let summaries = pusher.subscribe();
     let (desired_tx, desired) = watch::channel::<Desired>(None);
     let (wake, wake_rx) = watch::channel(0_u64);
+    let (sync_inputs_tx, sync_inputs) = watch::channel::<Option<Arc<SyncInputs>>>(None);
     let shared_in = settings.namespace.clone();
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
         let wanted = planes::wanted(store, translation, Some(&shared_in));
+        let tunnels = cloudflare_sync::inputs(store, translation, &wanted);
         desired_tx.send_replace(Some(Arc::new(wanted)));
+        sync_inputs_tx.send_if_modified(|current| {
+            if current.as_deref() == Some(&tunnels) {
+                return false;
+            }
+            *current = Some(Arc::new(tunnels));
+            true
+        });
     })));
     source.assigner = Some(SharedAssigner(Arc::new(PlaneAddresses {
         shared_in: settings.namespace.clone(),
@@ -63,9 +76,12 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let shared_in = settings.namespace.clone();
     let refused = Arc::new(watch::Sender::new(BTreeMap::new()));
     let refusals = refused.subscribe();
+    let sync_status = Arc::new(watch::Sender::new(SyncStatus::default()));
+    let synced = sync_status.subscribe();
     source.status_overlay = Some(StatusOverlay(Arc::new(move |translation| {
         push_status::overlay(translation, &summaries.borrow(), Some(&shared_in));
         render_status::overlay(translation, &refusals.borrow());
+        cloudflare_sync::status::overlay(translation, &synced.borrow());
     })));
     source.status_wake = Some(wake_rx);
     let kubeconfig = source.kubeconfig.clone();
@@ -83,6 +99,8 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
         desired,
         wake: Arc::new(wake),
         refused,
+        sync_inputs,
+        sync_status,
     })
 }
 
@@ -108,8 +126,19 @@ impl Controller {
             desired,
             wake,
             refused,
+            sync_inputs,
+            sync_status,
         } = self;
         let waker = tokio::spawn(wake_on_status_change(pusher.subscribe(), Arc::clone(&wake)));
+        let syncer = tokio::spawn(cloudflare_sync::task::run(
+            cluster.clone(),
+            settings.cloudflare.clone(),
+            sync_inputs,
+            source.leader(),
+            stop.clone(),
+            sync_status,
+            Arc::clone(&wake),
+        ));
         let mut feeder = Feeder::new(pusher);
         run(
             cluster,
@@ -143,6 +172,7 @@ impl Controller {
         )
         .await;
         waker.abort();
+        syncer.abort();
         // Dropping the source joins its thread: off the runtime's thread.
         let _ = tokio::task::spawn_blocking(move || drop(source)).await;
     }

@@ -35,6 +35,18 @@ mod status;
 
 pub use budget::{LISTENERS_PER_GATEWAY, LISTENERS_PER_PLANE};
 
+/// The connector token in key `key` of Secret `namespace/name`, parsed and
+/// checked as admission checks it, or why it cannot be used (naming the Secret
+/// and key, never any of the token).
+pub fn read_tunnel_token(
+    store: &Store,
+    namespace: &str,
+    name: &str,
+    key: &str,
+) -> Result<TunnelToken, String> {
+    admission::tunnel_claims::read_token(store, namespace, name, key)
+}
+
 /// The address Gateways on GatewayClass `class`'s shared plane are reached at
 /// when the class has a tunnel whose token reads: `<tunnel-id>.cfargotunnel.com`.
 pub fn class_tunnel_address(store: &Store, class: &str) -> Option<GatewayAddress> {

@@ -299,7 +299,7 @@ pub struct PodPeer {
 }
 
 /// One key of a Secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SecretKey {
     /// Secret name (in the Gateway's namespace).
     pub name: String,

@@ -1,0 +1,269 @@
+//! Cloudflare's side of the tunnel planes: each tunnel's remote ingress
+//! configuration and the DNS records that send its Gateways' hostnames to it.
+//!
+//! - [`inputs`] (pure, run in the translation hook): for every plane serving a
+//!   tunnel (a dedicated Gateway's, or a class's shared plane with the class
+//!   tunnel), the account and tunnel its token names, the Secret holding the API
+//!   token that may write it (the GatewayConfig's `cloudflareCredentialsSecretRef`,
+//!   else the class's), and the hostnames of the routes its Gateways accepted;
+//! - [`apply`]: per account, writes each tunnel's ingress (every hostname to the
+//!   plane, the catch-all `http_status:404` last) only when it differs, and plans
+//!   and makes the DNS changes ([`culvert_cloudflare::dns::plan()`]): a proxied
+//!   CNAME to `<tunnel-id>.cfargotunnel.com` per hostname with its TXT ownership
+//!   record, owned records removed when their last route goes, a name someone
+//!   else's record holds reported as `DNSRecordConflict`, never overwritten;
+//! - [`task`]: the loop that runs it on every change of the inputs and at least
+//!   every [`task::RESYNC`], reads the API tokens through the Kubernetes API, and
+//!   restores a catch-all ingress on a tunnel no Gateway serves any more;
+//! - [`status`]: what the last sync means for route and Gateway status.
+//!
+//! With `--cloudflare-dry-run` the changes are logged, not made.
+
+pub mod apply;
+pub mod status;
+pub mod task;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use culvert_control_lite::model::{ObjectKey, TOKEN_KEY};
+use culvert_control_lite::store::{NamespacedName, Store};
+use culvert_control_lite::translate::{DataPlaneId, Translation, read_tunnel_token};
+use culvert_router::DataPlaneConfig;
+
+use crate::planes::{DesiredPlane, Wanted};
+use crate::render::{OwnerKind, SecretKey};
+
+/// Where an API token is: a key of a Secret in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CredentialRef {
+    /// The Secret's namespace.
+    pub namespace: String,
+    /// The Secret's name and key.
+    pub secret: SecretKey,
+}
+
+/// One route's hostnames on one Gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteNames {
+    /// The route.
+    pub route: ObjectKey,
+    /// The Gateway it is attached to.
+    pub gateway: NamespacedName,
+    /// Its hostnames there, lowercase, sorted, distinct.
+    pub hostnames: Vec<String>,
+}
+
+/// One tunnel to keep in sync.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TunnelSync {
+    /// The account the tunnel's token names.
+    pub account: String,
+    /// The tunnel.
+    pub tunnel: String,
+    /// The API token that writes it, when one is configured.
+    pub credential: Option<CredentialRef>,
+    /// Where its ingress rules send requests: the plane's first listener, on the
+    /// pod itself (`http://localhost:<port>`), where a connector beside the proxy
+    /// reaches it.
+    pub service: String,
+    /// The Gateways it serves.
+    pub gateways: BTreeSet<NamespacedName>,
+    /// Its routes' hostnames, by route and Gateway.
+    pub routes: Vec<RouteNames>,
+}
+
+impl TunnelSync {
+    /// Every hostname of its routes, sorted and distinct.
+    pub fn hostnames(&self) -> Vec<String> {
+        let names: BTreeSet<&String> = self.routes.iter().flat_map(|r| &r.hostnames).collect();
+        names.into_iter().cloned().collect()
+    }
+}
+
+/// What the Cloudflare side should look like after one translation, by tunnel id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncInputs {
+    /// The tunnels, by tunnel id.
+    pub tunnels: BTreeMap<String, TunnelSync>,
+}
+
+/// The tunnels of `wanted`'s planes, with their routes' hostnames.
+pub fn inputs(store: &Store, translation: &Translation, wanted: &Wanted) -> SyncInputs {
+    let mut out = SyncInputs::default();
+    for plane in wanted.planes.values() {
+        let Some((token_ref, credential)) = tunnel_of(store, plane) else {
+            continue;
+        };
+        let Ok(token) = read_tunnel_token(
+            store,
+            &token_ref.namespace,
+            &token_ref.secret.name,
+            &token_ref.secret.key,
+        ) else {
+            continue;
+        };
+        let gateways: BTreeSet<&NamespacedName> = match plane.gateway.owner {
+            OwnerKind::Gateway => translation
+                .gateway_planes
+                .iter()
+                .filter(|(_, id)| matches!(id, DataPlaneId::Dedicated(k) if *k == plane.key()))
+                .map(|(key, _)| key)
+                .collect(),
+            OwnerKind::GatewayClass => translation
+                .gateway_planes
+                .iter()
+                .filter(|(_, id)| matches!(id, DataPlaneId::Shared(class) if *class == plane.gateway.name))
+                .map(|(key, _)| key)
+                .collect(),
+        };
+        let routes = route_names(&plane.data_plane, &gateways);
+        let service = plane
+            .data_plane
+            .listeners
+            .iter()
+            .map(|l| l.port)
+            .min()
+            .map_or_else(
+                || "http_status:503".to_owned(),
+                |port| format!("http://localhost:{port}"),
+            );
+        let tunnel = token.tunnel_id.to_string();
+        let entry = out.tunnels.entry(tunnel.clone()).or_insert(TunnelSync {
+            account: token.account_tag.clone(),
+            tunnel,
+            credential: credential.clone(),
+            service,
+            gateways: BTreeSet::new(),
+            routes: Vec::new(),
+        });
+        entry.credential = entry.credential.clone().or(credential);
+        entry.gateways.extend(gateways.into_iter().cloned());
+        entry.routes.extend(routes);
+    }
+    out
+}
+
+/// The tunnel token's Secret and the API credential of `plane`, if it serves a
+/// tunnel.
+fn tunnel_of(
+    store: &Store,
+    plane: &DesiredPlane,
+) -> Option<(CredentialRef, Option<CredentialRef>)> {
+    let class_credential = || {
+        let class = store.gateway_classes.get(&plane.gateway.class_name)?;
+        let reference = class.spec.parameters_ref.as_ref()?;
+        let config = store.gateway_class_configs.get(&reference.name)?;
+        let credential = config.spec.cloudflare_credentials_secret_ref.as_ref()?;
+        Some(CredentialRef {
+            namespace: credential.namespace.clone(),
+            secret: SecretKey {
+                name: credential.name.clone(),
+                key: credential
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| TOKEN_KEY.to_owned()),
+            },
+        })
+    };
+    let token_key = |namespace: &str, name: &str| CredentialRef {
+        namespace: namespace.to_owned(),
+        secret: SecretKey {
+            name: name.to_owned(),
+            key: TOKEN_KEY.to_owned(),
+        },
+    };
+    if let Some(tunnel) = &plane.config.tunnel {
+        let namespace = &plane.gateway.namespace;
+        let credential = plane
+            .config
+            .cloudflare_credentials_secret_ref
+            .as_ref()
+            .map(|r| token_key(namespace, &r.name))
+            .or_else(class_credential);
+        return Some((token_key(namespace, &tunnel.token_ref.name), credential));
+    }
+    let class_tunnel = plane.class_tunnel.as_ref()?;
+    Some((
+        CredentialRef {
+            namespace: class_tunnel.namespace.clone(),
+            secret: SecretKey {
+                name: class_tunnel.name.clone(),
+                key: class_tunnel
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| TOKEN_KEY.to_owned()),
+            },
+        },
+        class_credential(),
+    ))
+}
+
+/// The hostnames each route of `config` has on each of `gateways`: the route's
+/// own hostnames, else its listener's; a route matching any host has none a DNS
+/// record could hold.
+fn route_names(config: &DataPlaneConfig, gateways: &BTreeSet<&NamespacedName>) -> Vec<RouteNames> {
+    let listener_hostname: BTreeMap<&str, Option<&str>> = config
+        .listeners
+        .iter()
+        .map(|l| (l.name.as_str(), l.hostname.as_deref()))
+        .collect();
+    let routes = config
+        .http_routes
+        .iter()
+        .map(|r| {
+            (
+                "HTTPRoute",
+                &r.namespace,
+                &r.name,
+                &r.listeners,
+                &r.hostnames,
+            )
+        })
+        .chain(config.grpc_routes.iter().map(|r| {
+            (
+                "GRPCRoute",
+                &r.namespace,
+                &r.name,
+                &r.listeners,
+                &r.hostnames,
+            )
+        }));
+    let mut out: BTreeMap<(ObjectKey, NamespacedName), BTreeSet<String>> = BTreeMap::new();
+    for (kind, namespace, name, listeners, hostnames) in routes {
+        for listener in listeners {
+            let mut parts = listener.splitn(3, '/');
+            let (Some(gw_namespace), Some(gw_name)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let gateway = (gw_namespace.to_owned(), gw_name.to_owned());
+            if !gateways.contains(&gateway) {
+                continue;
+            }
+            let names: Vec<String> = if hostnames.is_empty() {
+                listener_hostname
+                    .get(listener.as_str())
+                    .copied()
+                    .flatten()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect()
+            } else {
+                hostnames.clone()
+            };
+            out.entry((ObjectKey::new(kind, namespace, name), gateway))
+                .or_default()
+                .extend(names.into_iter().map(|n| n.to_ascii_lowercase()));
+        }
+    }
+    out.into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|((route, gateway), hostnames)| RouteNames {
+            route,
+            gateway,
+            hostnames: hostnames.into_iter().collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
