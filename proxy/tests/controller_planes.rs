@@ -7,7 +7,10 @@
 //! controller does not hold up the other; a plane restarted empty gets the config
 //! back by replay; a pod whose certificate has expired is pushed nothing. A
 //! Gateway without a GatewayConfig is served the same way by its class's shared
-//! plane, whose pod runs with that plane's own credentials.
+//! plane, whose pod runs with that plane's own credentials. A tunnel Gateway is
+//! taken through to the edge simulator playing Cloudflare: ingress and DNS written
+//! through its API, the plane registered with its edge, a request at its front
+//! door served.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -83,8 +86,19 @@ fn secret_value(server: &FakeApiServer, namespace: &str, name: &str, key: &str) 
 }
 
 fn start_plane(control: SocketAddr, credentials: &Credentials, token: &str) -> Process {
+    start_plane_with(control, credentials, token, &[])
+}
+
+/// [`start_plane`] with `extra` arguments (a tunnel's).
+fn start_plane_with(
+    control: SocketAddr,
+    credentials: &Credentials,
+    token: &str,
+    extra: &[String],
+) -> Process {
     let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
         .args(["serve", "--workers", "1", "--no-pin", "--no-access-log"])
+        .args(extra)
         .args(["--control", &control.to_string(), "--token", token])
         .arg("--control-tls-cert")
         .arg(&credentials.cert)
@@ -548,5 +562,218 @@ async fn a_plane_pod_with_an_expired_certificate_gets_no_push() {
         .body(Full::new(Bytes::new()))
         .unwrap();
     assert!(try_send(listener, request).await.is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The condition `kind` of Gateway `default/edge`, or of route `web`'s entry:
+/// `(status, reason)`.
+fn condition(server: &FakeApiServer, kind: &str, name: &str, condition: &str) -> (String, String) {
+    let Some(object) = server.get(GW, kind, Some("default"), name) else {
+        return Default::default();
+    };
+    let conditions = match kind {
+        "Gateway" => object["status"]["conditions"].clone(),
+        _ => object["status"]["parents"][0]["conditions"].clone(),
+    };
+    let found = conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == condition)
+        .cloned()
+        .unwrap_or_default();
+    let text = |field: &str| found[field].as_str().unwrap_or_default().to_owned();
+    (text("status"), text("reason"))
+}
+
+/// Issue 27's end to end: nothing faked inside Culvert. The edge simulator plays
+/// Cloudflare (API and edge); a tunnel is created through its API; the cluster
+/// (the fake API server) holds a Gateway whose GatewayConfig names that tunnel's
+/// token and an API token; the controller writes the tunnel's ingress and DNS
+/// through the API; a plane process registers with the simulated edge and gets
+/// its config pushed; a request for the route's hostname at the simulator's front
+/// door reaches the backend; deleting the route removes its DNS records and
+/// ingress rule.
+#[tokio::test]
+async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
+    use culvert_cloudflare::{AccountId, ApiToken, Client, ZoneId};
+    use culvert_connector::sim::{EdgeSim, SimConfig};
+    use std::str::FromStr as _;
+
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let sim = EdgeSim::start(SimConfig {
+        zones: vec!["example.com".to_owned()],
+        ..SimConfig::loopback()
+    })
+    .await
+    .unwrap();
+    let api = Client::builder(ApiToken::new(sim.api_token()).unwrap())
+        .base_url(sim.api_base())
+        .build()
+        .unwrap();
+    let account = AccountId::from_str(&sim.account_id()).unwrap();
+    let zone = ZoneId::from_str(&sim.zones()[0].0).unwrap();
+    let tunnel = api.create_tunnel(&account, "edge", None).await.unwrap();
+    let connector_token = api
+        .tunnel_token(&account, &tunnel.id)
+        .await
+        .unwrap()
+        .expose()
+        .to_owned();
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+
+    let port = free_port();
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
+        server.create(object).unwrap();
+    }
+    server
+        .create(fixtures::http_route("web", "app.example.com"))
+        .unwrap();
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+               "metadata": {"name": "edge-tunnel", "namespace": "default",
+                            "labels": {"culvert.dev/tunnel-token": "true"}},
+               "data": {"token": b64(&connector_token)}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+               "metadata": {"name": "cloudflare", "namespace": "default"},
+               "data": {"token": b64(&sim.api_token())}}),
+        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+               "metadata": {"name": "own", "namespace": "default"},
+               "spec": {"tunnel": {"tokenRef": {"name": "edge-tunnel"}},
+                        "cloudflareCredentialsSecretRef": {"name": "cloudflare"}}}),
+    ] {
+        server.create(object).unwrap();
+    }
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-tunnel");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let edges: Vec<String> = sim.quic_addrs().iter().map(ToString::to_string).collect();
+    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args(["--image", "culvert:test", "--identity", "controller-1"])
+        .args(["--resync", "1s", "--dns-owner-id", "e2e"])
+        .args(["--cloudflare-api-url", &sim.api_base()])
+        .args(edges.iter().flat_map(|e| ["--tunnel-edge", e.as_str()]))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _controller = Process(controller);
+
+    // The controller writes the tunnel's DNS record and ingress through the API.
+    let target = format!("{}.cfargotunnel.com", tunnel.id);
+    until(
+        "the hostname's CNAME points at the tunnel",
+        Duration::from_secs(30),
+        async || {
+            api.dns_records(&zone, Some("CNAME"), Some("app.example.com"))
+                .await
+                .is_ok_and(|records| records.iter().any(|r| r.content == target))
+        },
+    )
+    .await;
+    let rules = api
+        .tunnel_configuration(&account, &tunnel.id)
+        .await
+        .unwrap()
+        .ingress
+        .unwrap_or_default();
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert_eq!(rules[0].hostname.as_deref(), Some("app.example.com"));
+    assert_eq!(rules[1].service, "http_status:404");
+
+    // The plane pod: its credentials from the controller's Secrets, the tunnel's
+    // token, the simulated edge and its CA.
+    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+    let token_file = write(&dir, "tunnel-token", &connector_token);
+    let ca_file = write(&dir, "edge-ca.pem", &sim.ca().cert_pem);
+    let mut tunnel_args = vec![
+        "--tunnel-token-file".to_owned(),
+        token_file.display().to_string(),
+        "--tunnel-ca-file".to_owned(),
+        ca_file.display().to_string(),
+        "--tunnel-protocol".to_owned(),
+        "quic".to_owned(),
+    ];
+    for edge in &edges {
+        tunnel_args.extend(["--tunnel-edge".to_owned(), edge.clone()]);
+    }
+    let pod: SocketAddr = "127.0.44.1:8081".parse().unwrap();
+    let _pod = start_plane_with(pod, &credentials, &credentials.token, &tunnel_args);
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.44.1"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+
+    // A request at Cloudflare's front door, for the route's hostname, reaches the
+    // backend through the tunnel the plane registered.
+    let front = sim.http_addr();
+    until(
+        "the front door reaches the backend",
+        Duration::from_secs(30),
+        async || {
+            let request = Request::get("/hello")
+                .header("host", "app.example.com")
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            try_send(front, request)
+                .await
+                .is_ok_and(|reply| reply.status == StatusCode::OK)
+        },
+    )
+    .await;
+    let reply = get(front, "app.example.com", "/hello").await;
+    assert_eq!(reply.json()["service"], "web");
+    until(
+        "status says what was done at Cloudflare",
+        Duration::from_secs(20),
+        async || {
+            condition(&server, "Gateway", "edge", "CloudflareSynced").0 == "True"
+                && condition(&server, "HTTPRoute", "web", "DNSRecordsProgrammed").0 == "True"
+                && condition(&server, "Gateway", "edge", "Programmed").0 == "True"
+        },
+    )
+    .await;
+    let gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    assert_eq!(
+        gateway["status"]["addresses"],
+        json!([{"type": "Hostname", "value": target}])
+    );
+
+    // The route goes: its DNS records and ingress rule go with it.
+    server
+        .delete(GW, "HTTPRoute", Some("default"), "web")
+        .unwrap();
+    until(
+        "the route's DNS records are removed",
+        Duration::from_secs(30),
+        async || {
+            api.dns_records(&zone, None, None)
+                .await
+                .is_ok_and(|records| records.is_empty())
+        },
+    )
+    .await;
+    let rules = api
+        .tunnel_configuration(&account, &tunnel.id)
+        .await
+        .unwrap()
+        .ingress
+        .unwrap_or_default();
+    assert_eq!(rules.len(), 1, "only the catch-all is left: {rules:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
