@@ -35,9 +35,6 @@ pub enum Error {
     /// The GatewayConfig has a tunnel but the controller named no Secret with its token.
     #[error("the GatewayConfig has a tunnel but no tunnel token Secret was given")]
     MissingTunnelSecret,
-    /// The GatewayConfig has a tunnel but the controller knows no edge address to dial.
-    #[error("the GatewayConfig has a tunnel but no tunnel edge address is configured")]
-    NoTunnelEdges,
     /// A Secret name or key the controller passed is empty.
     #[error("the {0} Secret has no name or key")]
     MissingSecret(&'static str),

@@ -152,8 +152,8 @@ pub struct PlaneSpec {
     pub metrics_scrapers: Vec<PodPeer>,
     /// The plane's Secrets.
     pub secrets: PlaneSecrets,
-    /// Tunnel edge addresses (`host:port`) the plane dials when the GatewayConfig
-    /// has a tunnel (`culvert serve` has no SRV discovery).
+    /// Tunnel edge addresses (`host:port`) the plane dials when it has a tunnel;
+    /// empty, it discovers the edge (SRV records of argotunnel.com).
     pub tunnel_edges: Vec<String>,
     /// The listener ports the plane serves, sorted and distinct: the data
     /// Service's ports.

@@ -292,14 +292,30 @@ fn tunnel_secret_is_ignored_without_a_tunnel() {
 }
 
 #[test]
-fn tunnel_without_secret_or_edges_is_refused() {
+fn tunnel_without_secret_is_refused_and_without_edges_discovers_them() {
     let mut spec = tunnel_spec();
     spec.secrets.tunnel_token = None;
     assert_eq!(super::super::render(&spec), Err(Error::MissingTunnelSecret));
 
     let mut spec = tunnel_spec();
     spec.tunnel_edges.clear();
-    assert_eq!(super::super::render(&spec), Err(Error::NoTunnelEdges));
+    let rendered = super::super::render(&spec).unwrap();
+    let args = rendered
+        .deployment
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(args.iter().any(|a| a == "--tunnel-token-file"), "{args:?}");
+    assert!(
+        !args.iter().any(|a| a == "--tunnel-edge"),
+        "the pods discover the edge: {args:?}"
+    );
 
     let mut spec = tunnel_spec();
     if let Some(secret) = spec.secrets.tunnel_token.as_mut() {
