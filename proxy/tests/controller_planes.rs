@@ -662,9 +662,10 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
         .args(["--resync", "1s", "--dns-owner-id", "e2e"])
         .args(["--cloudflare-api-url", &sim.api_base()])
         .args(edges.iter().flat_map(|e| ["--tunnel-edge", e.as_str()]))
+        .args(["--log-level", "debug"])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("controller.log")).unwrap())
         .spawn()
         .unwrap();
     let _controller = Process(controller);
@@ -775,5 +776,19 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
         .ingress
         .unwrap_or_default();
     assert_eq!(rules.len(), 1, "only the catch-all is left: {rules:?}");
+
+    // The API token appears nowhere: not in the controller's log (at debug), not
+    // in an Event, not in any status.
+    drop(_controller);
+    let log = std::fs::read_to_string(dir.join("controller.log")).unwrap();
+    assert!(!log.is_empty(), "the controller logged at debug level");
+    let secret = sim.api_token();
+    assert!(!log.contains(&secret), "the API token is in the controller's log");
+    for api_version in ["v1", "events.k8s.io/v1"] {
+        let events = serde_json::to_string(&server.list(api_version, "Event")).unwrap();
+        assert!(!events.contains(&secret), "the API token is in an Event");
+    }
+    let statuses = serde_json::to_string(&server.list(GW, "Gateway")).unwrap();
+    assert!(!statuses.contains(&secret));
     std::fs::remove_dir_all(&dir).unwrap();
 }
