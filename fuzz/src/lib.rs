@@ -5,7 +5,8 @@
 //!
 //! - [`request_head`], [`response_head`], [`body`] and [`head_round_trip`]: the
 //!   HTTP/1.1 codec of `culvert-wire`, and [`client_hello`] its TLS ClientHello reader;
-//! - [`capnp`] and [`tunnel_token`]: the tunnel protocol of `culvert-connector`;
+//! - [`capnp`] and [`tunnel_token`]: the tunnel protocol of `culvert-connector`,
+//!   and [`dns_reply`] the DNS replies (and `resolv.conf`) its edge discovery reads;
 //! - [`manifests`]: loading and translating Gateway API manifests
 //!   (`culvert-control-lite`);
 //! - [`data_plane_config`]: a `DataPlaneConfig`, its route table and lookups in it
@@ -20,6 +21,7 @@ mod body;
 mod capnp;
 mod client_hello;
 mod data_plane_config;
+mod dns_reply;
 mod head_round_trip;
 mod input;
 mod manifests;
@@ -31,6 +33,7 @@ pub use body::body;
 pub use capnp::capnp;
 pub use client_hello::client_hello;
 pub use data_plane_config::data_plane_config;
+pub use dns_reply::dns_reply;
 pub use head_round_trip::head_round_trip;
 pub use manifests::manifests;
 pub use request_head::request_head;
@@ -51,4 +54,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("client_hello", client_hello),
     ("manifests", manifests),
     ("data_plane_config", data_plane_config),
+    ("dns_reply", dns_reply),
 ];

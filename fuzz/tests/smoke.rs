@@ -186,6 +186,7 @@ smoke_tests!(
     client_hello,
     manifests,
     data_plane_config,
+    dns_reply,
 );
 
 #[test]

@@ -783,7 +783,10 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     let log = std::fs::read_to_string(dir.join("controller.log")).unwrap();
     assert!(!log.is_empty(), "the controller logged at debug level");
     let secret = sim.api_token();
-    assert!(!log.contains(&secret), "the API token is in the controller's log");
+    assert!(
+        !log.contains(&secret),
+        "the API token is in the controller's log"
+    );
     for api_version in ["v1", "events.k8s.io/v1"] {
         let events = serde_json::to_string(&server.list(api_version, "Event")).unwrap();
         assert!(!events.contains(&secret), "the API token is in an Event");
