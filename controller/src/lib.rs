@@ -22,6 +22,8 @@
 //!   a tunnel's name);
 //! - [`cloudflare_sync`]: each tunnel plane's ingress and DNS records at
 //!   Cloudflare, and what they mean for status;
+//! - [`handover`]: a Gateway moving to a dedicated plane stays on the shared one
+//!   until the new plane serves;
 //! - [`run`]: the reconcile loop that ties them together while this process leads;
 //! - [`serve`]: all of it assembled with the Kubernetes source, as `culvert
 //!   controller` runs it.
@@ -34,6 +36,7 @@ pub mod cloudflare_sync;
 pub mod cluster;
 pub mod credentials;
 mod error;
+pub mod handover;
 pub mod planes;
 pub mod push;
 pub mod push_status;

@@ -7,7 +7,8 @@
 //! drives the rest on the caller's runtime until a stop.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use culvert_control_lite::store::NamespacedName;
 use culvert_kubernetes::addresses::SharedAssigner;
@@ -18,6 +19,7 @@ use crate::addresses::PlaneAddresses;
 use crate::cloudflare_sync::status::SyncStatus;
 use crate::cloudflare_sync::{self, SyncInputs};
 use crate::cluster::Cluster;
+use crate::handover::{Handover, Held};
 use crate::planes::{self, Wanted};
 use crate::push::{PushSettings, Pusher, Summaries};
 use crate::run::{Desired, Feeder, Settings, run};
@@ -58,9 +60,28 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let (wake, wake_rx) = watch::channel(0_u64);
     let (sync_inputs_tx, sync_inputs) = watch::channel::<Option<Arc<SyncInputs>>>(None);
     let shared_in = settings.namespace.clone();
+    let handover = Mutex::new(Handover::default());
+    let held = Arc::new(Mutex::new(Held::new()));
+    let held_now = Arc::clone(&held);
+    let served = pusher.subscribe();
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
-        let wanted = planes::wanted(store, translation, Some(&shared_in));
-        let tunnels = cloudflare_sync::inputs(store, translation, &wanted);
+        let mut wanted = planes::wanted(store, translation, Some(&shared_in));
+        let moving = handover.lock().map_or_else(
+            |_| Held::new(),
+            |mut handover| {
+                handover.adjust(
+                    &mut wanted,
+                    translation,
+                    &served.borrow(),
+                    &shared_in,
+                    Instant::now(),
+                )
+            },
+        );
+        let tunnels = cloudflare_sync::inputs(store, translation, &wanted, &moving);
+        if let Ok(mut held) = held_now.lock() {
+            *held = moving;
+        }
         desired_tx.send_replace(Some(Arc::new(wanted)));
         sync_inputs_tx.send_if_modified(|current| {
             if current.as_deref() == Some(&tunnels) {
@@ -72,6 +93,7 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     })));
     source.assigner = Some(SharedAssigner(Arc::new(PlaneAddresses {
         shared_in: settings.namespace.clone(),
+        held,
     })));
     let shared_in = settings.namespace.clone();
     let refused = Arc::new(watch::Sender::new(BTreeMap::new()));

@@ -10,7 +10,8 @@
 //! plane, whose pod runs with that plane's own credentials. A tunnel Gateway is
 //! taken through to the edge simulator playing Cloudflare: ingress and DNS written
 //! through its API, the plane registered with its edge, a request at its front
-//! door served.
+//! door served. A Gateway moving from the shared plane to a dedicated one is
+//! served throughout.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -793,5 +794,160 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     }
     let statuses = serde_json::to_string(&server.list(GW, "Gateway")).unwrap();
     assert!(!statuses.contains(&secret));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `GET /` for `host` on `port` of loopback: the status, or `None` when nothing
+/// answers.
+async fn status_at(port: u16, host: &str) -> Option<StatusCode> {
+    let request = Request::get("/")
+        .header("host", host)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    try_send(SocketAddr::from(([127, 0, 0, 1], port)), request)
+        .await
+        .ok()
+        .map(|reply| reply.status)
+}
+
+#[tokio::test]
+async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let (port, other_port) = (free_port(), free_port());
+    let server = FakeApiServer::new();
+    fixtures::register_repository_crds(&server).unwrap();
+    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
+        server.create(object).unwrap();
+    }
+    server
+        .create(fixtures::http_route("web", "www.example.com"))
+        .unwrap();
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
+        // A second Gateway keeps the shared plane wanted throughout.
+        json!({"apiVersion": GW, "kind": "Gateway",
+               "metadata": {"name": "other", "namespace": "default"},
+               "spec": {"gatewayClassName": "culvert",
+                        "listeners": [{"name": "http", "port": other_port, "protocol": "HTTP"}]}}),
+        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+               "metadata": {"name": "own", "namespace": "default"}, "spec": {}}),
+    ] {
+        server.create(object).unwrap();
+    }
+    let serving = server.serve().await.unwrap();
+    let dir = temp_dir("controller-handover");
+    let kubeconfig = dir.join("kubeconfig");
+    serving.write_kubeconfig(&kubeconfig).unwrap();
+    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args(["--image", "culvert:test", "--identity", "controller-1"])
+        .args(["--resync", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _controller = Process(controller);
+
+    // The shared plane serves Gateway edge.
+    let shared =
+        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", &dir).await;
+    let shared_pod: SocketAddr = "127.0.45.1:8081".parse().unwrap();
+    let _shared_pod = start_plane(shared_pod, &shared, &shared.token);
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-class-culvert-config-1", "namespace": "culvert-system",
+                         "labels": {"kubernetes.io/service-name": "culvert-class-culvert-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.45.1"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+    until(
+        "the shared plane serves edge's route",
+        Duration::from_secs(20),
+        async || status_at(port, "www.example.com").await == Some(StatusCode::OK),
+    )
+    .await;
+
+    // Edge asks for a dedicated plane. Its pods are not up yet: the shared plane
+    // keeps serving it (without the hold its listener would close at once).
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    gateway["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(gateway).unwrap();
+    let dedicated = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        assert_eq!(
+            status_at(port, "www.example.com").await,
+            Some(StatusCode::OK),
+            "edge is served while its dedicated plane starts"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Its dedicated pod comes up and takes the config; the shared plane then lets
+    // edge go: its listener closes there, and the dedicated pod alone serves it.
+    let dedicated_pod: SocketAddr = "127.0.45.2:8081".parse().unwrap();
+    let mut dedicated_process = start_plane(dedicated_pod, &dedicated, &dedicated.token);
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": [{"addresses": ["127.0.45.2"], "conditions": {"ready": false}}]}),
+        )
+        .unwrap();
+    until(
+        "the dedicated pod serves",
+        Duration::from_secs(20),
+        async || {
+            plane_config(dedicated_pod, &dedicated)
+                .await
+                .is_some_and(|c| c["ready"] == true)
+        },
+    )
+    .await;
+    let before = plane_config(shared_pod, &shared).await.unwrap();
+    // A translation after the new plane serves ends the hold (here: any change).
+    let mut other = server.get(GW, "Gateway", Some("default"), "other").unwrap();
+    other["metadata"]["labels"] = json!({"touched": "yes"});
+    other["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
+    server.apply_object(other).unwrap();
+    until(
+        "the shared plane drops edge",
+        Duration::from_secs(20),
+        async || {
+            plane_config(shared_pod, &shared)
+                .await
+                .is_some_and(|c| c["hash"] != before["hash"])
+        },
+    )
+    .await;
+    assert_eq!(
+        status_at(port, "www.example.com").await,
+        Some(StatusCode::OK)
+    );
+    let _ = dedicated_process.0.kill();
+    let _ = dedicated_process.0.wait();
+    until(
+        "only the dedicated pod served edge",
+        Duration::from_secs(10),
+        async || status_at(port, "www.example.com").await.is_none(),
+    )
+    .await;
+    assert_eq!(
+        status_at(other_port, "www.example.com").await,
+        Some(StatusCode::NOT_FOUND),
+        "the shared plane still serves the other Gateway"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

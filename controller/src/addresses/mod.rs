@@ -5,13 +5,18 @@
 //! `AddressNotAssigned`) until it has one. A dedicated tunnel plane's Gateway
 //! gets `<tunnel-id>.cfargotunnel.com` from admission; a shared plane serving its
 //! class's tunnel gives its Gateways the class tunnel's. A Gateway cannot pick
-//! its address (`spec.addresses`): the load balancer or the tunnel decides.
+//! its address (`spec.addresses`): the load balancer or the tunnel decides. A
+//! Gateway [held](crate::handover) on its class's shared plane while its
+//! dedicated one starts keeps the shared plane's address.
 //! Listeners bind every address of the plane's pods.
 
 use culvert_control_lite::model::GatewayAddress;
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{AddressAssigner, AddressError, class_tunnel_address};
 
+use std::sync::{Arc, Mutex};
+
+use crate::handover::Held;
 use crate::render::PlaneNames;
 
 /// Addresses from the planes' data Services (and class tunnels); shared planes
@@ -20,6 +25,9 @@ use crate::render::PlaneNames;
 pub struct PlaneAddresses {
     /// The namespace shared planes are rendered in.
     pub shared_in: String,
+    /// Gateways held on their class's shared plane while their dedicated plane
+    /// starts ([`crate::handover`]): they keep the shared plane's address.
+    pub held: Arc<Mutex<Held>>,
 }
 
 impl AddressAssigner for PlaneAddresses {
@@ -48,7 +56,13 @@ impl AddressAssigner for PlaneAddresses {
         let Some(gateway) = store.gateways.get(key) else {
             return Ok(Vec::new());
         };
-        let service = match store.gateway_config(&key.0, gateway) {
+        let held = self
+            .held
+            .lock()
+            .map(|held| held.contains_key(key))
+            .unwrap_or(false);
+        let dedicated = store.gateway_config(&key.0, gateway).filter(|_| !held);
+        let service = match dedicated {
             // A tunnel Gateway's address comes from admission.
             Some(config) if config.spec.tunnel.is_some() => return Ok(Vec::new()),
             Some(_) => (key.0.clone(), PlaneNames::new(&key.1).workload),

@@ -37,6 +37,7 @@ fn translated(store: &Store) -> Translation {
         privileged_namespace_prefixes: Vec::new(),
         addresses: Box::new(PlaneAddresses {
             shared_in: "culvert-system".to_owned(),
+            held: Arc::default(),
         }),
         claims: Box::new(NoClaimChecks),
     };

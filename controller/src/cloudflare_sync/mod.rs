@@ -30,6 +30,7 @@ use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{DataPlaneId, Translation, read_tunnel_token};
 use culvert_router::DataPlaneConfig;
 
+use crate::handover::Held;
 use crate::planes::{DesiredPlane, Wanted};
 use crate::render::{OwnerKind, SecretKey};
 
@@ -87,8 +88,15 @@ pub struct SyncInputs {
     pub tunnels: BTreeMap<String, TunnelSync>,
 }
 
-/// The tunnels of `wanted`'s planes, with their routes' hostnames.
-pub fn inputs(store: &Store, translation: &Translation, wanted: &Wanted) -> SyncInputs {
+/// The tunnels of `wanted`'s planes, with their routes' hostnames. A Gateway
+/// `held` on its old shared plane while its dedicated one starts counts for the
+/// shared plane's tunnel, so its DNS records move only once the new plane serves.
+pub fn inputs(
+    store: &Store,
+    translation: &Translation,
+    wanted: &Wanted,
+    held: &Held,
+) -> SyncInputs {
     let mut out = SyncInputs::default();
     for plane in wanted.planes.values() {
         let Some((token_ref, credential)) = tunnel_of(store, plane) else {
@@ -102,11 +110,15 @@ pub fn inputs(store: &Store, translation: &Translation, wanted: &Wanted) -> Sync
         ) else {
             continue;
         };
+        let plane_key = plane.key();
         let gateways: BTreeSet<&NamespacedName> = match plane.gateway.owner {
             OwnerKind::Gateway => translation
                 .gateway_planes
                 .iter()
-                .filter(|(_, id)| matches!(id, DataPlaneId::Dedicated(k) if *k == plane.key()))
+                .filter(|(key, id)| {
+                    matches!(id, DataPlaneId::Dedicated(k) if *k == plane_key)
+                        && !held.contains_key(*key)
+                })
                 .map(|(key, _)| key)
                 .collect(),
             OwnerKind::GatewayClass => translation
@@ -114,6 +126,11 @@ pub fn inputs(store: &Store, translation: &Translation, wanted: &Wanted) -> Sync
                 .iter()
                 .filter(|(_, id)| matches!(id, DataPlaneId::Shared(class) if *class == plane.gateway.name))
                 .map(|(key, _)| key)
+                .chain(
+                    held.iter()
+                        .filter(|(_, old)| **old == plane_key)
+                        .map(|(gateway, _)| gateway),
+                )
                 .collect(),
         };
         let routes = route_names(&plane.data_plane, &gateways);

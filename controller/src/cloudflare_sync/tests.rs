@@ -60,7 +60,7 @@ fn sync_inputs(store: &Store) -> SyncInputs {
     };
     let translation = translate(store, &options);
     let planes = wanted(store, &translation, Some("culvert-system"));
-    inputs(store, &translation, &planes)
+    inputs(store, &translation, &planes, &Held::new())
 }
 
 #[test]
