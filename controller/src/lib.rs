@@ -44,5 +44,7 @@ pub mod render;
 pub mod render_status;
 pub mod run;
 pub mod serve;
+#[cfg(test)]
+mod testing;
 
 pub use error::Error;

@@ -30,7 +30,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use culvert_bench::{EchoBackend, EchoConfig};
 use culvert_controller::credentials::Authority;
-use culvert_fake_apiserver::{FakeApiServer, fixtures};
+use culvert_fake_apiserver::{FakeApiServer, Serving, fixtures};
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::TokioIo;
@@ -178,53 +178,101 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-#[tokio::test]
-async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
-    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
-    let port = free_port();
+/// The fake API server with the minimal cluster (Gateway `default/edge` on
+/// `port`, Service `web` to `backend`), HTTPRoute `web` for `host`, and the
+/// controller's namespace.
+fn cluster(port: u16, backend: u16, host: &str) -> FakeApiServer {
     let server = FakeApiServer::new();
     fixtures::register_repository_crds(&server).unwrap();
-    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
+    for object in fixtures::minimal_cluster(CONTROLLER, port, backend) {
         server.create(object).unwrap();
     }
-    server
-        .create(fixtures::http_route("web", "www.example.com"))
-        .unwrap();
+    server.create(fixtures::http_route("web", host)).unwrap();
     server
         .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
         .unwrap();
     server
+}
+
+/// GatewayConfig `default/own` with `spec`, named by Gateway `edge`.
+fn dedicate(server: &FakeApiServer, spec: Value) {
+    server
         .create(
             json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
-            "metadata": {"name": "own", "namespace": "default"}, "spec": {"replicas": 2}}),
+            "metadata": {"name": "own", "namespace": "default"}, "spec": spec}),
         )
         .unwrap();
     let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
     gateway["spec"]["infrastructure"] =
         json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    gateway["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("managedFields");
     server.apply_object(gateway).unwrap();
+}
+
+/// A running `culvert controller` against `server`, with its scratch directory.
+struct Running {
+    controller: Process,
+    dir: PathBuf,
+    _serving: Serving,
+}
+
+/// Serves `server` and starts `culvert controller` on it (namespace
+/// `culvert-system`, image `culvert:test`, resync 1 s) with `extra` arguments;
+/// its stderr goes to `dir/controller.log`.
+async fn start_controller(server: &FakeApiServer, name: &str, extra: &[String]) -> Running {
     let serving = server.serve().await.unwrap();
-    let dir = temp_dir("controller-planes");
+    let dir = temp_dir(name);
     let kubeconfig = dir.join("kubeconfig");
     serving.write_kubeconfig(&kubeconfig).unwrap();
-    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args([
-            "controller",
-            "--namespace",
-            "culvert-system",
-            "--image",
-            "culvert:test",
-        ])
-        .args(["--identity", "controller-1", "--resync", "1s"])
+    let child = Command::new(env!("CARGO_BIN_EXE_culvert"))
+        .args(["controller", "--namespace", "culvert-system"])
+        .args(["--image", "culvert:test", "--identity", "controller-1"])
+        .args(["--resync", "1s"])
+        .args(extra)
         .arg("--kubeconfig")
         .arg(&kubeconfig)
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("controller.log")).unwrap())
         .spawn()
         .unwrap();
-    let _controller = Process(controller);
+    Running {
+        controller: Process(child),
+        dir,
+        _serving: serving,
+    }
+}
+
+/// The EndpointSlice of plane `workload`'s config Service in `namespace`, with
+/// a not-yet-ready endpoint per address in `pods`.
+fn plane_endpoints(server: &FakeApiServer, namespace: &str, workload: &str, pods: &[&str]) {
+    let endpoints: Vec<Value> = pods
+        .iter()
+        .map(|ip| json!({"addresses": [ip], "conditions": {"ready": false}}))
+        .collect();
+    server
+        .create(
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("{workload}-config-1"), "namespace": namespace,
+                         "labels": {"kubernetes.io/service-name": format!("{workload}-config")}},
+            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
+            "endpoints": endpoints}),
+        )
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
+    let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
+    let port = free_port();
+    let server = cluster(port, echo.addr().port(), "www.example.com");
+    dedicate(&server, json!({"replicas": 2}));
+    let running = start_controller(&server, "controller-planes", &[]).await;
+    let dir = &running.dir;
 
     // The plane's credentials, as its pods would mount them.
-    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", dir).await;
     let pods: [SocketAddr; 2] = [
         "127.0.41.1:8081".parse().unwrap(),
         "127.0.41.2:8081".parse().unwrap(),
@@ -232,16 +280,12 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
     let _first = start_plane(pods[0], &credentials, &credentials.token);
     // The second pod runs with another token: it refuses every push.
     let mut second = start_plane(pods[1], &credentials, "not-the-plane-token");
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.41.1"], "conditions": {"ready": false}},
-                          {"addresses": ["127.0.41.2"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(
+        &server,
+        "default",
+        "culvert-edge",
+        &["127.0.41.1", "127.0.41.2"],
+    );
 
     until(
         "the first pod serves the route",
@@ -334,40 +378,19 @@ async fn the_controller_pushes_each_route_change_to_every_plane_pod() {
     )
     .await;
     drop(second);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[tokio::test]
 async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plane() {
     let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
     let port = free_port();
-    let server = FakeApiServer::new();
-    fixtures::register_repository_crds(&server).unwrap();
-    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
-        server.create(object).unwrap();
-    }
-    server
-        .create(fixtures::http_route("web", "www.example.com"))
-        .unwrap();
-    server
-        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
-        .unwrap();
-    let serving = server.serve().await.unwrap();
-    let dir = temp_dir("controller-shared-plane");
-    let kubeconfig = dir.join("kubeconfig");
-    serving.write_kubeconfig(&kubeconfig).unwrap();
-    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args(["controller", "--namespace", "culvert-system"])
-        .args(["--image", "culvert:test", "--identity", "controller-1"])
-        .args(["--resync", "1s", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _controller = Process(controller);
+    let server = cluster(port, echo.addr().port(), "www.example.com");
+    let running = start_controller(&server, "controller-shared-plane", &[]).await;
+    let dir = &running.dir;
 
     let credentials =
-        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", &dir).await;
+        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", dir).await;
     let deployment = server
         .get(
             "apps/v1",
@@ -382,15 +405,12 @@ async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plan
     );
     let pod: SocketAddr = "127.0.42.1:8081".parse().unwrap();
     let _pod = start_plane(pod, &credentials, &credentials.token);
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-class-culvert-config-1", "namespace": "culvert-system",
-                         "labels": {"kubernetes.io/service-name": "culvert-class-culvert-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.42.1"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(
+        &server,
+        "culvert-system",
+        "culvert-class-culvert",
+        &["127.0.42.1"],
+    );
     until(
         "the shared plane's pod serves the route",
         Duration::from_secs(20),
@@ -478,44 +498,17 @@ async fn a_gateway_without_a_gateway_config_is_served_by_its_class_s_shared_plan
         },
     )
     .await;
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[tokio::test]
 async fn a_plane_pod_with_an_expired_certificate_gets_no_push() {
     let port = free_port();
-    let server = FakeApiServer::new();
-    fixtures::register_repository_crds(&server).unwrap();
-    for object in fixtures::minimal_cluster(CONTROLLER, port, free_port()) {
-        server.create(object).unwrap();
-    }
-    server
-        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}))
-        .unwrap();
-    server
-        .create(
-            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
-            "metadata": {"name": "own", "namespace": "default"}, "spec": {}}),
-        )
-        .unwrap();
-    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
-    gateway["spec"]["infrastructure"] =
-        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
-    server.apply_object(gateway).unwrap();
-    let serving = server.serve().await.unwrap();
-    let dir = temp_dir("controller-expired-plane");
-    let kubeconfig = dir.join("kubeconfig");
-    serving.write_kubeconfig(&kubeconfig).unwrap();
-    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args(["controller", "--namespace", "culvert-system"])
-        .args(["--image", "culvert:test", "--identity", "controller-1"])
-        .args(["--resync", "1s", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _controller = Process(controller);
-    let mut credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+    let server = cluster(port, free_port(), "www.example.com");
+    dedicate(&server, json!({}));
+    let running = start_controller(&server, "controller-expired-plane", &[]).await;
+    let dir = &running.dir;
+    let mut credentials = Credentials::of_plane(&server, "default", "culvert-edge", dir).await;
 
     // The pod serves a certificate from the controller's own CA, for the right
     // name, that ended months ago.
@@ -533,19 +526,11 @@ async fn a_plane_pod_with_an_expired_certificate_gets_no_push() {
     let expired = authority
         .issue(&credentials.server_name, now - 200 * 86_400)
         .unwrap();
-    credentials.cert = write(&dir, "expired.crt", &expired.certificate_pem);
-    credentials.key = write(&dir, "expired.key", &expired.key_pem);
+    credentials.cert = write(dir, "expired.crt", &expired.certificate_pem);
+    credentials.key = write(dir, "expired.key", &expired.key_pem);
     let pod: SocketAddr = "127.0.43.1:8081".parse().unwrap();
     let _pod = start_plane(pod, &credentials, &credentials.token);
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.43.1"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(&server, "default", "culvert-edge", &["127.0.43.1"]);
     until(
         "the Gateway reports the refused certificate",
         Duration::from_secs(20),
@@ -563,7 +548,7 @@ async fn a_plane_pod_with_an_expired_certificate_gets_no_push() {
         .body(Full::new(Bytes::new()))
         .unwrap();
     assert!(try_send(listener, request).await.is_err());
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The condition `kind` of Gateway `default/edge`, or of route `web`'s entry:
@@ -624,16 +609,8 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
 
     let port = free_port();
-    let server = FakeApiServer::new();
-    fixtures::register_repository_crds(&server).unwrap();
-    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
-        server.create(object).unwrap();
-    }
-    server
-        .create(fixtures::http_route("web", "app.example.com"))
-        .unwrap();
+    let server = cluster(port, echo.addr().port(), "app.example.com");
     for object in [
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
         json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                "metadata": {"name": "edge-tunnel", "namespace": "default",
                             "labels": {"culvert.dev/tunnel-token": "true"}},
@@ -641,35 +618,24 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
         json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                "metadata": {"name": "cloudflare", "namespace": "default"},
                "data": {"token": b64(&sim.api_token())}}),
-        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
-               "metadata": {"name": "own", "namespace": "default"},
-               "spec": {"tunnel": {"tokenRef": {"name": "edge-tunnel"}},
-                        "cloudflareCredentialsSecretRef": {"name": "cloudflare"}}}),
     ] {
         server.create(object).unwrap();
     }
-    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
-    gateway["spec"]["infrastructure"] =
-        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
-    server.apply_object(gateway).unwrap();
-    let serving = server.serve().await.unwrap();
-    let dir = temp_dir("controller-tunnel");
-    let kubeconfig = dir.join("kubeconfig");
-    serving.write_kubeconfig(&kubeconfig).unwrap();
+    dedicate(
+        &server,
+        json!({"tunnel": {"tokenRef": {"name": "edge-tunnel"}},
+               "cloudflareCredentialsSecretRef": {"name": "cloudflare"}}),
+    );
     let edges: Vec<String> = sim.quic_addrs().iter().map(ToString::to_string).collect();
-    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args(["controller", "--namespace", "culvert-system"])
-        .args(["--image", "culvert:test", "--identity", "controller-1"])
-        .args(["--resync", "1s", "--dns-owner-id", "e2e"])
-        .args(["--cloudflare-api-url", &sim.api_base()])
-        .args(edges.iter().flat_map(|e| ["--tunnel-edge", e.as_str()]))
-        .args(["--log-level", "debug"])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .stderr(std::fs::File::create(dir.join("controller.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _controller = Process(controller);
+    let mut extra: Vec<String> = ["--dns-owner-id", "e2e", "--log-level", "debug"]
+        .map(str::to_owned)
+        .into();
+    extra.extend(["--cloudflare-api-url".to_owned(), sim.api_base()]);
+    for edge in &edges {
+        extra.extend(["--tunnel-edge".to_owned(), edge.clone()]);
+    }
+    let running = start_controller(&server, "controller-tunnel", &extra).await;
+    let dir = &running.dir;
 
     // The controller writes the tunnel's DNS record and ingress through the API.
     let target = format!("{}.cfargotunnel.com", tunnel.id);
@@ -695,9 +661,9 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
 
     // The plane pod: its credentials from the controller's Secrets, the tunnel's
     // token, the simulated edge and its CA.
-    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
-    let token_file = write(&dir, "tunnel-token", &connector_token);
-    let ca_file = write(&dir, "edge-ca.pem", &sim.ca().cert_pem);
+    let credentials = Credentials::of_plane(&server, "default", "culvert-edge", dir).await;
+    let token_file = write(dir, "tunnel-token", &connector_token);
+    let ca_file = write(dir, "edge-ca.pem", &sim.ca().cert_pem);
     let mut tunnel_args = vec![
         "--tunnel-token-file".to_owned(),
         token_file.display().to_string(),
@@ -711,15 +677,7 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     }
     let pod: SocketAddr = "127.0.44.1:8081".parse().unwrap();
     let _pod = start_plane_with(pod, &credentials, &credentials.token, &tunnel_args);
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.44.1"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(&server, "default", "culvert-edge", &["127.0.44.1"]);
 
     // A request at Cloudflare's front door, for the route's hostname, reaches the
     // backend through the tunnel the plane registered.
@@ -780,7 +738,7 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
 
     // The API token appears nowhere: not in the controller's log (at debug), not
     // in an Event, not in any status.
-    drop(_controller);
+    drop(running.controller);
     let log = std::fs::read_to_string(dir.join("controller.log")).unwrap();
     assert!(!log.is_empty(), "the controller logged at debug level");
     let secret = sim.api_token();
@@ -794,7 +752,7 @@ async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     }
     let statuses = serde_json::to_string(&server.list(GW, "Gateway")).unwrap();
     assert!(!statuses.contains(&secret));
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// `GET /` for `host` on `port` of loopback: the status, or `None` when nothing
@@ -814,54 +772,28 @@ async fn status_at(port: u16, host: &str) -> Option<StatusCode> {
 async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
     let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();
     let (port, other_port) = (free_port(), free_port());
-    let server = FakeApiServer::new();
-    fixtures::register_repository_crds(&server).unwrap();
-    for object in fixtures::minimal_cluster(CONTROLLER, port, echo.addr().port()) {
-        server.create(object).unwrap();
-    }
+    let server = cluster(port, echo.addr().port(), "www.example.com");
+    // A second Gateway keeps the shared plane wanted throughout.
     server
-        .create(fixtures::http_route("web", "www.example.com"))
+        .create(json!({"apiVersion": GW, "kind": "Gateway",
+            "metadata": {"name": "other", "namespace": "default"},
+            "spec": {"gatewayClassName": "culvert",
+                     "listeners": [{"name": "http", "port": other_port, "protocol": "HTTP"}]}}))
         .unwrap();
-    for object in [
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "culvert-system"}}),
-        // A second Gateway keeps the shared plane wanted throughout.
-        json!({"apiVersion": GW, "kind": "Gateway",
-               "metadata": {"name": "other", "namespace": "default"},
-               "spec": {"gatewayClassName": "culvert",
-                        "listeners": [{"name": "http", "port": other_port, "protocol": "HTTP"}]}}),
-        json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
-               "metadata": {"name": "own", "namespace": "default"}, "spec": {}}),
-    ] {
-        server.create(object).unwrap();
-    }
-    let serving = server.serve().await.unwrap();
-    let dir = temp_dir("controller-handover");
-    let kubeconfig = dir.join("kubeconfig");
-    serving.write_kubeconfig(&kubeconfig).unwrap();
-    let controller = Command::new(env!("CARGO_BIN_EXE_culvert"))
-        .args(["controller", "--namespace", "culvert-system"])
-        .args(["--image", "culvert:test", "--identity", "controller-1"])
-        .args(["--resync", "1s", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _controller = Process(controller);
+    let running = start_controller(&server, "controller-handover", &[]).await;
+    let dir = &running.dir;
 
     // The shared plane serves Gateway edge.
     let shared =
-        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", &dir).await;
+        Credentials::of_plane(&server, "culvert-system", "culvert-class-culvert", dir).await;
     let shared_pod: SocketAddr = "127.0.45.1:8081".parse().unwrap();
     let _shared_pod = start_plane(shared_pod, &shared, &shared.token);
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-class-culvert-config-1", "namespace": "culvert-system",
-                         "labels": {"kubernetes.io/service-name": "culvert-class-culvert-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.45.1"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(
+        &server,
+        "culvert-system",
+        "culvert-class-culvert",
+        &["127.0.45.1"],
+    );
     until(
         "the shared plane serves edge's route",
         Duration::from_secs(20),
@@ -871,15 +803,8 @@ async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
 
     // Edge asks for a dedicated plane. Its pods are not up yet: the shared plane
     // keeps serving it (without the hold its listener would close at once).
-    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
-    gateway["spec"]["infrastructure"] =
-        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
-    gateway["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("managedFields");
-    server.apply_object(gateway).unwrap();
-    let dedicated = Credentials::of_plane(&server, "default", "culvert-edge", &dir).await;
+    dedicate(&server, json!({}));
+    let dedicated = Credentials::of_plane(&server, "default", "culvert-edge", dir).await;
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(3) {
         assert_eq!(
@@ -894,15 +819,7 @@ async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
     // edge go: its listener closes there, and the dedicated pod alone serves it.
     let dedicated_pod: SocketAddr = "127.0.45.2:8081".parse().unwrap();
     let mut dedicated_process = start_plane(dedicated_pod, &dedicated, &dedicated.token);
-    server
-        .create(
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "culvert-edge-config-1", "namespace": "default",
-                         "labels": {"kubernetes.io/service-name": "culvert-edge-config"}},
-            "addressType": "IPv4", "ports": [{"name": "control", "port": 8081}],
-            "endpoints": [{"addresses": ["127.0.45.2"], "conditions": {"ready": false}}]}),
-        )
-        .unwrap();
+    plane_endpoints(&server, "default", "culvert-edge", &["127.0.45.2"]);
     until(
         "the dedicated pod serves",
         Duration::from_secs(20),
@@ -949,5 +866,5 @@ async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
         Some(StatusCode::NOT_FOUND),
         "the shared plane still serves the other Gateway"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -1,6 +1,5 @@
 use super::*;
-use culvert_control_lite::model::Resource;
-use culvert_control_lite::translate::{NoClaimChecks, Options, Translation, translate};
+use culvert_control_lite::translate::Translation;
 use serde_json::{Value, json};
 
 /// Gateway `team/edge` with a dedicated plane (no tunnel) listening on 80,
@@ -24,24 +23,17 @@ fn store(extra: Vec<Value>) -> Store {
                         "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}}),
     ];
     objects.extend(extra);
-    Store::from_resources(
-        objects
-            .into_iter()
-            .map(|o| Resource::from_value(o).unwrap()),
-    )
+    crate::testing::store(objects)
 }
 
 fn translated(store: &Store) -> Translation {
-    let options = Options {
-        controller_name: "culvert.dev/gateway-controller".to_owned(),
-        privileged_namespace_prefixes: Vec::new(),
-        addresses: Box::new(PlaneAddresses {
+    crate::testing::translate_with(
+        store,
+        Box::new(PlaneAddresses {
             shared_in: "culvert-system".to_owned(),
             held: Arc::default(),
         }),
-        claims: Box::new(NoClaimChecks),
-    };
-    translate(store, &options)
+    )
 }
 
 /// `(addresses, Programmed status, reason, message)` of Gateway `team/name`.

@@ -1,7 +1,5 @@
 use super::*;
 use crate::planes::wanted;
-use culvert_control_lite::model::Resource;
-use culvert_control_lite::translate::{FixedAddresses, NoClaimChecks, Options, translate};
 use serde_json::json;
 
 /// A connector token for tunnel 6ff42ae2-765d-4adf-8112-31c55c1551ef of account
@@ -44,21 +42,11 @@ fn store(credentials: bool) -> Store {
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"},
                "spec": {"ports": [{"port": 80}]}}),
     ];
-    Store::from_resources(
-        objects
-            .into_iter()
-            .map(|o| Resource::from_value(o).unwrap()),
-    )
+    crate::testing::store(objects)
 }
 
 fn sync_inputs(store: &Store) -> SyncInputs {
-    let options = Options {
-        controller_name: "culvert.dev/gateway-controller".to_owned(),
-        privileged_namespace_prefixes: Vec::new(),
-        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
-        claims: Box::new(NoClaimChecks),
-    };
-    let translation = translate(store, &options);
+    let translation = crate::testing::translated(store);
     let planes = wanted(store, &translation, Some("culvert-system"));
     inputs(store, &translation, &planes, &Held::new())
 }

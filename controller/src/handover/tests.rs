@@ -1,9 +1,6 @@
 use super::*;
 use crate::planes::wanted;
 use crate::push::PlaneSummary;
-use culvert_control_lite::model::Resource;
-use culvert_control_lite::store::Store;
-use culvert_control_lite::translate::{FixedAddresses, NoClaimChecks, Options, translate};
 use serde_json::json;
 
 const SHARED_IN: &str = "culvert-system";
@@ -34,18 +31,8 @@ fn translated(dedicated: bool) -> (Wanted, Translation) {
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team"},
                "spec": {"ports": [{"port": 80}]}}),
     ];
-    let store = Store::from_resources(
-        objects
-            .into_iter()
-            .map(|o| Resource::from_value(o).unwrap()),
-    );
-    let options = Options {
-        controller_name: "culvert.dev/gateway-controller".to_owned(),
-        privileged_namespace_prefixes: Vec::new(),
-        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
-        claims: Box::new(NoClaimChecks),
-    };
-    let translation = translate(&store, &options);
+    let store = crate::testing::store(objects);
+    let translation = crate::testing::translated(&store);
     (wanted(&store, &translation, Some(SHARED_IN)), translation)
 }
 

@@ -1,6 +1,4 @@
 use super::*;
-use culvert_control_lite::model::Resource;
-use culvert_control_lite::translate::{FixedAddresses, NoClaimChecks, Options, translate};
 use serde_json::json;
 
 fn store() -> Store {
@@ -28,23 +26,13 @@ fn store() -> Store {
                              {"addresses": ["10.0.0.9"], "conditions": {"terminating": true}}],
                "ports": [{"name": "control", "port": 8081}]}),
     ];
-    Store::from_resources(
-        objects
-            .into_iter()
-            .map(|o| Resource::from_value(o).unwrap()),
-    )
+    crate::testing::store(objects)
 }
 
 #[test]
 fn dedicated_gateways_are_planes_with_their_config_and_pods() {
     let store = store();
-    let options = Options {
-        controller_name: "culvert.dev/gateway-controller".to_owned(),
-        privileged_namespace_prefixes: Vec::new(),
-        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
-        claims: Box::new(NoClaimChecks),
-    };
-    let translation = translate(&store, &options);
+    let translation = crate::testing::translated(&store);
     let planes = desired(&store, &translation);
     let keys: Vec<_> = planes.keys().cloned().collect();
     assert_eq!(
@@ -72,13 +60,7 @@ fn a_class_with_shared_gateways_gets_a_shared_plane_in_the_controller_namespace(
     let mut store = store();
     let class = store.gateway_classes.get_mut("culvert").unwrap();
     class.metadata.uid = Some("class-uid".to_owned());
-    let options = Options {
-        controller_name: "culvert.dev/gateway-controller".to_owned(),
-        privileged_namespace_prefixes: Vec::new(),
-        addresses: Box::new(FixedAddresses(vec!["192.0.2.1".to_owned()])),
-        claims: Box::new(NoClaimChecks),
-    };
-    let translation = translate(&store, &options);
+    let translation = crate::testing::translated(&store);
     assert_eq!(
         wanted(&store, &translation, None).planes.len(),
         1,
@@ -103,7 +85,7 @@ fn a_class_with_shared_gateways_gets_a_shared_plane_in_the_controller_namespace(
     store
         .gateways
         .remove(&("team".to_owned(), "shared".to_owned()));
-    let translation = translate(&store, &options);
+    let translation = crate::testing::translated(&store);
     let planes = wanted(&store, &translation, Some("culvert-system")).planes;
     assert!(!planes.contains_key(&key));
 }
