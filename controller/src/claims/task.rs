@@ -34,7 +34,8 @@ type View = (bool, BTreeMap<NamespacedName, Proof>);
 /// translation hook feeds, and the signal that makes it translate again.
 pub struct Claims {
     proofs: Arc<ClaimProofs>,
-    inputs: Arc<watch::Sender<Arc<ClaimInputs>>>,
+    /// `None` until the first translation.
+    inputs: Arc<watch::Sender<Option<Arc<ClaimInputs>>>>,
     retranslate: watch::Sender<u64>,
 }
 
@@ -48,7 +49,7 @@ impl Claims {
             .build()?;
         Ok(Self {
             proofs: Arc::new(ClaimProofs::new(Arc::new(ClaimProver::new(client)))),
-            inputs: Arc::new(watch::Sender::new(Arc::new(ClaimInputs::default()))),
+            inputs: Arc::new(watch::Sender::new(None)),
             retranslate: watch::Sender::new(0),
         })
     }
@@ -70,9 +71,9 @@ impl Claims {
         move |store, translation| {
             let next = inputs(store, translation);
             sender.send_if_modified(|current| {
-                let changed = **current != next;
+                let changed = current.as_deref() != Some(&next);
                 if changed {
-                    *current = Arc::new(next);
+                    *current = Some(Arc::new(next));
                 }
                 changed
             });
@@ -99,7 +100,7 @@ impl Claims {
 /// Runs the claim checks; see the module doc.
 pub struct ClaimTask {
     claims: Claims,
-    inputs: watch::Receiver<Arc<ClaimInputs>>,
+    inputs: watch::Receiver<Option<Arc<ClaimInputs>>>,
     kube: kube::Client,
     /// Credentials that did not read, with why, as last logged.
     problems: BTreeMap<CredentialRef, String>,
@@ -108,10 +109,18 @@ pub struct ClaimTask {
 }
 
 impl ClaimTask {
-    /// Checks until `stop` turns true (or its sender goes).
+    /// Checks until `stop` turns true (or its sender goes). Nothing is decided
+    /// before the first translation's claims arrive: until then proof counts as
+    /// available and nothing as proven.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         loop {
-            let inputs = Arc::clone(&self.inputs.borrow_and_update());
+            let inputs = tokio::select! {
+                inputs = self.inputs.wait_for(Option::is_some) => match inputs {
+                    Ok(inputs) => inputs.clone().unwrap_or_default(),
+                    Err(_) => return,
+                },
+                _ = stop.wait_for(|stop| *stop) => return,
+            };
             tokio::select! {
                 () = self.round(&inputs) => {}
                 _ = stop.wait_for(|stop| *stop) => return,
