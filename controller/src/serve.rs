@@ -3,7 +3,8 @@
 //! reconcile loop, the [`Pusher`] fed by each pass, and the status overlay that
 //! puts the pushes into Gateway and route status (written again only when what it
 //! says changes), and the Gateways whose planes cannot be rendered
-//! ([`render_status`]). [`start`] connects and starts the source; [`Controller::run`]
+//! ([`render_status`]), and the tunnel-claim checks ([`claims`](crate::claims)) the
+//! translation asks. [`start`] connects and starts the source; [`Controller::run`]
 //! drives the rest on the caller's runtime until a stop.
 
 use std::collections::BTreeMap;
