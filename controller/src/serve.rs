@@ -124,10 +124,11 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
             culvert_kubernetes::Error::Runtime(std::io::Error::other(error.to_string()))
         })??;
     let client = culvert_kubernetes::client::connect(kubeconfig.as_deref()).await?;
+    let cluster = Cluster::new(client);
     Ok(Controller {
         source,
-        cluster: Cluster::new(client.clone()),
-        claims: claims.task(client),
+        claims: claims.task(cluster.clone()),
+        cluster,
         settings,
         pusher,
         desired,

@@ -1,21 +1,13 @@
 //! The claims one translation makes, and where each one's API credential lives.
 //! Pure: read from the [`Store`] and the [`Translation`] only.
 
-use culvert_control_lite::model::{CULVERT_GROUP, Gateway, SecretObjectReference, TOKEN_KEY};
+use culvert_control_lite::model::{CULVERT_GROUP, Gateway, TOKEN_KEY};
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{Translation, gateway_tunnel_token};
 use culvert_tunnel_proto::TunnelToken;
 
-/// Where an API credential lives: a key of a Secret.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CredentialRef {
-    /// The Secret's namespace.
-    pub namespace: String,
-    /// The Secret's name.
-    pub name: String,
-    /// The key holding the API token.
-    pub key: String,
-}
+use crate::cloudflare_sync::CredentialRef;
+use crate::render::SecretKey;
 
 /// One dedicated Gateway's claim on the tunnel its token names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +16,8 @@ pub struct ClaimInput {
     pub gateway: NamespacedName,
     /// Its connector token, read as the translation reads it.
     pub token: TunnelToken,
-    /// The credential the claim is checked with; `None` when none is named, or the
-    /// GatewayConfig's reference is not a Secret of the Gateway's own namespace.
+    /// The credential the claim is checked with, the one that writes its tunnel's
+    /// configuration; `None` when none is named.
     pub credential: Option<CredentialRef>,
 }
 
@@ -59,7 +51,7 @@ pub fn inputs(store: &Store, translation: &Translation) -> ClaimInputs {
             .and_then(|config| config.spec.cloudflare_credentials_secret_ref.as_ref());
         configured |= own.is_some();
         let credential = match own {
-            Some(reference) => local_credential(key, reference),
+            Some(reference) => Some(credential(&key.0, &reference.name, TOKEN_KEY)),
             None => class_credential(store, gateway),
         };
         claims.push(ClaimInput {
@@ -71,23 +63,17 @@ pub fn inputs(store: &Store, translation: &Translation) -> ClaimInputs {
     ClaimInputs { claims, configured }
 }
 
-/// A GatewayConfig's credential: a core Secret in the Gateway's own namespace, so a
-/// tenant can only ever point at its own credentials.
-fn local_credential(
-    gateway: &NamespacedName,
-    reference: &SecretObjectReference,
-) -> Option<CredentialRef> {
-    let core = reference.group.as_deref().unwrap_or("").is_empty()
-        && reference.kind.as_deref().unwrap_or("Secret") == "Secret";
-    let local = reference
-        .namespace
-        .as_deref()
-        .is_none_or(|namespace| namespace == gateway.0);
-    (core && local).then(|| CredentialRef {
-        namespace: gateway.0.clone(),
-        name: reference.name.clone(),
-        key: TOKEN_KEY.to_owned(),
-    })
+/// Key `key` of Secret `namespace/name`. A GatewayConfig's is always in the
+/// Gateway's own namespace, key `token`, as `cloudflare_sync` reads it: a tenant
+/// can only ever point at its own credentials.
+fn credential(namespace: &str, name: &str, key: &str) -> CredentialRef {
+    CredentialRef {
+        namespace: namespace.to_owned(),
+        secret: SecretKey {
+            name: name.to_owned(),
+            key: key.to_owned(),
+        },
+    }
 }
 
 /// The credential of the GatewayClassConfig of `gateway`'s class.
@@ -105,9 +91,9 @@ fn class_credential(store: &Store, gateway: &Gateway) -> Option<CredentialRef> {
         .spec
         .cloudflare_credentials_secret_ref
         .as_ref()?;
-    Some(CredentialRef {
-        namespace: secret.namespace.clone(),
-        name: secret.name.clone(),
-        key: secret.key.clone().unwrap_or_else(|| TOKEN_KEY.to_owned()),
-    })
+    Some(credential(
+        &secret.namespace,
+        &secret.name,
+        secret.key.as_deref().unwrap_or(TOKEN_KEY),
+    ))
 }

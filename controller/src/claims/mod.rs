@@ -21,7 +21,7 @@ mod inputs;
 mod task;
 
 pub use checker::ClaimProofs;
-pub use inputs::{ClaimInput, ClaimInputs, CredentialRef, inputs};
+pub use inputs::{ClaimInput, ClaimInputs, inputs};
 pub use task::{CHECK_EVERY, ClaimTask, Claims};
 
 #[cfg(test)]

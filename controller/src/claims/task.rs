@@ -11,11 +11,11 @@ use culvert_cloudflare::{ApiToken, ClaimProver, Client};
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{Proof, Translation};
 use culvert_kubernetes::SharedClaims;
-use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use tokio::sync::watch;
 
-use super::{ClaimInputs, ClaimProofs, CredentialRef, inputs};
+use super::{ClaimInputs, ClaimProofs, inputs};
+use crate::cloudflare_sync::CredentialRef;
+use crate::cluster::Cluster;
 use crate::run::CloudflareSettings;
 
 /// The longest time between two rounds of checks (each checks only the claims
@@ -85,13 +85,13 @@ impl Claims {
         &self.proofs
     }
 
-    /// The task that runs the checks, reading credentials through `kube`.
-    pub fn task(self, kube: kube::Client) -> ClaimTask {
+    /// The task that runs the checks, reading credentials through `cluster`.
+    pub fn task(self, cluster: Cluster) -> ClaimTask {
         ClaimTask {
             inputs: self.inputs.subscribe(),
             last: self.proofs.view(&ClaimInputs::default()),
             claims: self,
-            kube,
+            cluster,
             problems: BTreeMap::new(),
         }
     }
@@ -101,7 +101,7 @@ impl Claims {
 pub struct ClaimTask {
     claims: Claims,
     inputs: watch::Receiver<Option<Arc<ClaimInputs>>>,
-    kube: kube::Client,
+    cluster: Cluster,
     /// Credentials that did not read, with why, as last logged.
     problems: BTreeMap<CredentialRef, String>,
     /// What the translation was last told.
@@ -181,30 +181,22 @@ impl ClaimTask {
     /// The API token in `credential`; `None` (and logged once per cause) when the
     /// Secret or its key is missing or the value is not a token.
     async fn read_credential(&mut self, credential: &CredentialRef) -> Option<ApiToken> {
-        let api: Api<Secret> = Api::namespaced(self.kube.clone(), &credential.namespace);
-        let problem = match api.get_opt(&credential.name).await {
-            Ok(Some(secret)) => match secret
-                .data
-                .as_ref()
-                .and_then(|data| data.get(&credential.key))
-            {
-                Some(value) => match std::str::from_utf8(&value.0).ok().map(ApiToken::new) {
-                    Some(Ok(token)) => {
-                        self.problems.remove(credential);
-                        return Some(token);
-                    }
-                    // The error never repeats the token.
-                    Some(Err(error)) => format!("not an API token: {error}"),
-                    None => "not text".to_owned(),
-                },
-                None => format!("no key {:?}", credential.key),
-            },
-            Ok(None) => "not found".to_owned(),
-            Err(error) => format!("not readable: {error}"),
+        let read = self
+            .cluster
+            .read_secret(&credential.namespace, &credential.secret)
+            .await;
+        // Neither error repeats the value.
+        let problem = match read.map(ApiToken::new) {
+            Ok(Ok(token)) => {
+                self.problems.remove(credential);
+                return Some(token);
+            }
+            Ok(Err(error)) => format!("not an API token: {error}"),
+            Err(error) => error.to_string(),
         };
         if self.problems.get(credential) != Some(&problem) {
             tracing::warn!(
-                secret = %format!("{}/{}", credential.namespace, credential.name),
+                secret = %format!("{}/{}", credential.namespace, credential.secret.name),
                 %problem,
                 "Cloudflare credential unusable; its tunnel claims stay unchecked"
             );

@@ -20,6 +20,8 @@ use culvert_tunnel_proto::{TunnelToken, Uuid};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::cloudflare_sync::CredentialRef;
+use crate::render::SecretKey;
 
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 
@@ -134,22 +136,26 @@ fn each_readable_claim_with_where_its_credential_lives() {
         .collect();
     let own = |namespace: &str| CredentialRef {
         namespace: namespace.to_owned(),
-        name: "cf".to_owned(),
-        key: "token".to_owned(),
+        secret: SecretKey {
+            name: "cf".to_owned(),
+            key: "token".to_owned(),
+        },
     };
     let class = CredentialRef {
         namespace: "ops".to_owned(),
-        name: "cloudflare".to_owned(),
-        key: "api".to_owned(),
+        secret: SecretKey {
+            name: "cloudflare".to_owned(),
+            key: "api".to_owned(),
+        },
     };
     assert_eq!(
         claims,
         [
             (key("team-a", "a"), a.tunnel_id, Some(own("team-a"))),
             (key("team-b", "b"), b.tunnel_id, Some(class)),
-            // Another namespace's Secret is no tenant's to name, nor is the class's
-            // used instead.
-            (key("team-c", "c"), c.tunnel_id, None),
+            // A GatewayConfig's credential is always its Gateway's namespace's,
+            // whatever namespace the reference names.
+            (key("team-c", "c"), c.tunnel_id, Some(own("team-c"))),
         ],
         "no claim for an unreadable token, one whose account tag is not an \
          account ID, or another class's Gateway"
