@@ -22,7 +22,7 @@ mod task;
 
 pub use checker::ClaimProofs;
 pub use inputs::{ClaimInput, ClaimInputs, inputs};
-pub use task::{CHECK_EVERY, ClaimTask, Claims};
+pub use task::{CHECK_EVERY, ClaimTask, Claims, READ_CREDENTIALS_EVERY};
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,9 @@
 //! [`Claims`] wires the claim checks into the controller, and [`ClaimTask`] runs
 //! them: on each change of the claims and at least every [`CHECK_EVERY`], it reads
-//! the credential Secrets, checks the claims that are due, and bumps the source's
-//! `retranslate` whenever what some Gateway's claim is known to be has changed.
+//! the credential Secrets (again when the claims changed, else every
+//! [`READ_CREDENTIALS_EVERY`]), checks the claims that are due, and bumps the
+//! source's `retranslate` whenever what some Gateway's claim is known to be has
+//! changed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{Proof, Translation};
 use culvert_kubernetes::SharedClaims;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::{ClaimInputs, ClaimProofs, inputs};
 use crate::cloudflare_sync::CredentialRef;
@@ -21,6 +24,10 @@ use crate::run::CloudflareSettings;
 /// The longest time between two rounds of checks (each checks only the claims
 /// that are due, so most rounds ask Cloudflare nothing).
 pub const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// The longest time a credential Secret's value is reused; it is read again
+/// sooner when the claims change.
+pub const READ_CREDENTIALS_EVERY: Duration = Duration::from_secs(30);
 
 /// The token the shared client is built with. Never sent: every check replaces it
 /// with the claim's own credential.
@@ -92,6 +99,8 @@ impl Claims {
             last: self.proofs.view(&ClaimInputs::default()),
             claims: self,
             cluster,
+            read: BTreeMap::new(),
+            read_for: None,
             problems: BTreeMap::new(),
         }
     }
@@ -102,6 +111,9 @@ pub struct ClaimTask {
     claims: Claims,
     inputs: watch::Receiver<Option<Arc<ClaimInputs>>>,
     cluster: Cluster,
+    /// The credentials as last read (`None`: unusable), for which claims and when.
+    read: BTreeMap<CredentialRef, Option<ApiToken>>,
+    read_for: Option<(Arc<ClaimInputs>, Instant)>,
     /// Credentials that did not read, with why, as last logged.
     problems: BTreeMap<CredentialRef, String>,
     /// What the translation was last told.
@@ -133,18 +145,27 @@ impl ClaimTask {
         }
     }
 
-    /// Reads the credentials, checks what is due, and asks for a translation when
-    /// what it would be told changed.
-    async fn round(&mut self, inputs: &ClaimInputs) {
-        let mut read: BTreeMap<CredentialRef, Option<ApiToken>> = BTreeMap::new();
-        for credential in inputs.claims.iter().filter_map(|c| c.credential.as_ref()) {
-            if !read.contains_key(credential) {
-                let token = self.read_credential(credential).await;
-                read.insert(credential.clone(), token);
+    /// Reads the credentials (when the claims changed, or every
+    /// [`READ_CREDENTIALS_EVERY`]), checks what is due, and asks for a translation
+    /// when what it would be told changed.
+    async fn round(&mut self, inputs: &Arc<ClaimInputs>) {
+        let fresh = self.read_for.as_ref().is_some_and(|(read_for, at)| {
+            Arc::ptr_eq(read_for, inputs) && at.elapsed() < READ_CREDENTIALS_EVERY
+        });
+        if !fresh {
+            let mut read = BTreeMap::new();
+            for credential in inputs.claims.iter().filter_map(|c| c.credential.as_ref()) {
+                if !read.contains_key(credential) {
+                    let token = self.read_credential(credential).await;
+                    read.insert(credential.clone(), token);
+                }
             }
+            self.problems
+                .retain(|credential, _| read.contains_key(credential));
+            self.read = read;
+            self.read_for = Some((Arc::clone(inputs), Instant::now()));
         }
-        self.problems
-            .retain(|credential, _| read.contains_key(credential));
+        let read = &self.read;
         let credentials: BTreeMap<NamespacedName, ApiToken> = inputs
             .claims
             .iter()
