@@ -17,6 +17,8 @@
 //!   `Programmed` held until a pod serves);
 //! - [`render_status`]: a plane that cannot be rendered turns its Gateway
 //!   `Accepted=False` (`InvalidParameters`);
+//! - [`claims`]: each dedicated Gateway's tunnel claim checked with Cloudflare
+//!   (the credentials read, the checks run, the translation told);
 //! - [`addresses`]: the addresses Gateways on the controller's planes report
 //!   (the data Service's load balancer, `AddressNotAssigned` until there is one;
 //!   a tunnel's name);
@@ -32,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 pub mod addresses;
+pub mod claims;
 pub mod cloudflare_sync;
 pub mod cluster;
 pub mod credentials;

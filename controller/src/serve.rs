@@ -3,7 +3,8 @@
 //! reconcile loop, the [`Pusher`] fed by each pass, and the status overlay that
 //! puts the pushes into Gateway and route status (written again only when what it
 //! says changes), and the Gateways whose planes cannot be rendered
-//! ([`render_status`]). [`start`] connects and starts the source; [`Controller::run`]
+//! ([`render_status`]), and the tunnel-claim checks ([`claims`](crate::claims)) the
+//! translation asks. [`start`] connects and starts the source; [`Controller::run`]
 //! drives the rest on the caller's runtime until a stop.
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use culvert_kubernetes::{KubernetesSource, SourceConfig, StatusOverlay, Translat
 use tokio::sync::watch;
 
 use crate::addresses::PlaneAddresses;
+use crate::claims::{ClaimTask, Claims};
 use crate::cloudflare_sync::status::SyncStatus;
 use crate::cloudflare_sync::{self, SyncInputs};
 use crate::cluster::Cluster;
@@ -35,6 +37,9 @@ pub enum StartError {
     /// The pusher could not start (outside a Tokio runtime).
     #[error("starting the config pushes: {0}")]
     Push(#[from] crate::Error),
+    /// The Cloudflare API settings do not make a client for the claim checks.
+    #[error("setting up tunnel claim checks: {0}")]
+    Claims(#[source] culvert_cloudflare::Error),
 }
 
 /// A started controller: watching, not yet reconciling.
@@ -48,6 +53,7 @@ pub struct Controller {
     refused: Arc<watch::Sender<BTreeMap<NamespacedName, String>>>,
     sync_inputs: watch::Receiver<Option<Arc<SyncInputs>>>,
     sync_status: Arc<watch::Sender<SyncStatus>>,
+    claims: ClaimTask,
 }
 
 /// Connects with `source` (its `on_translation`, `status_overlay` and
@@ -64,6 +70,10 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let held = Arc::new(Mutex::new(Held::new()));
     let held_now = Arc::clone(&held);
     let served = pusher.subscribe();
+    let claims = Claims::new(&settings.cloudflare).map_err(StartError::Claims)?;
+    source.claims = Some(claims.checker());
+    source.retranslate = Some(claims.retranslate());
+    let feed_claims = claims.feeder();
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
         let mut wanted = planes::wanted(store, translation, Some(&shared_in));
         let moving = handover.lock().map_or_else(
@@ -90,6 +100,7 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
             *current = Some(Arc::new(tunnels));
             true
         });
+        feed_claims(store, translation);
     })));
     source.assigner = Some(SharedAssigner(Arc::new(PlaneAddresses {
         shared_in: settings.namespace.clone(),
@@ -113,9 +124,11 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
             culvert_kubernetes::Error::Runtime(std::io::Error::other(error.to_string()))
         })??;
     let client = culvert_kubernetes::client::connect(kubeconfig.as_deref()).await?;
+    let cluster = Cluster::new(client);
     Ok(Controller {
         source,
-        cluster: Cluster::new(client),
+        claims: claims.task(cluster.clone()),
+        cluster,
         settings,
         pusher,
         desired,
@@ -150,8 +163,10 @@ impl Controller {
             refused,
             sync_inputs,
             sync_status,
+            claims,
         } = self;
         let waker = tokio::spawn(wake_on_status_change(pusher.subscribe(), Arc::clone(&wake)));
+        let checks = tokio::spawn(claims.run(stop.clone()));
         let syncer = tokio::spawn(cloudflare_sync::task::run(
             cluster.clone(),
             settings.cloudflare.clone(),
@@ -195,6 +210,7 @@ impl Controller {
         .await;
         waker.abort();
         syncer.abort();
+        checks.abort();
         // Dropping the source joins its thread: off the runtime's thread.
         let _ = tokio::task::spawn_blocking(move || drop(source)).await;
     }

@@ -28,6 +28,6 @@ pub mod writer;
 pub use error::Error;
 pub use leader::LeaseConfig;
 pub use source::{
-    EditTranslation, KubernetesSource, OnTranslation, SourceConfig, StatusOverlay, SyncStats,
-    TranslationHook,
+    EditTranslation, KubernetesSource, OnTranslation, SharedClaims, SourceConfig, StatusOverlay,
+    SyncStats, TranslationHook,
 };

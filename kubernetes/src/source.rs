@@ -16,11 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use culvert_control_lite::model::ObjectKey;
-use culvert_control_lite::store::Store;
+use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{
-    AddressAssigner, FixedAddresses, Options, Translation, translate,
+    AddressAssigner, ClaimChecker, FixedAddresses, NoClaimChecks, Options, Proof, Translation,
+    translate,
 };
 use culvert_router::DataPlaneConfig;
+use culvert_tunnel_proto::TunnelToken;
 use kube::Client;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -63,6 +65,32 @@ pub struct SourceConfig {
     pub status_overlay: Option<StatusOverlay>,
     /// Writes status again (with the overlay) whenever this changes.
     pub status_wake: Option<watch::Receiver<u64>>,
+    /// What is known about tunnel claims; none checked ([`NoClaimChecks`]) when
+    /// absent.
+    pub claims: Option<SharedClaims>,
+    /// Translates again (and writes status) whenever this changes, though no object
+    /// did: what [`SourceConfig::claims`] knows has changed.
+    pub retranslate: Option<watch::Receiver<u64>>,
+}
+
+/// A claim checker shared with the thread that translates.
+#[derive(Clone)]
+pub struct SharedClaims(pub Arc<dyn ClaimChecker + Send + std::marker::Sync>);
+
+impl std::fmt::Debug for SharedClaims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedClaims")
+    }
+}
+
+impl ClaimChecker for SharedClaims {
+    fn available(&self) -> bool {
+        self.0.available()
+    }
+
+    fn proof(&self, gateway: &NamespacedName, token: &TunnelToken) -> Proof {
+        self.0.proof(gateway, token)
+    }
 }
 
 /// An edit of the translation's status before it is written.
@@ -107,6 +135,8 @@ impl SourceConfig {
             on_translation: None,
             status_overlay: None,
             status_wake: None,
+            claims: None,
+            retranslate: None,
         }
     }
 }
@@ -303,11 +333,14 @@ impl Sync {
         let mut dirty = false;
         let mut status_due = false;
         let mut retry: Option<(Instant, Duration)> = None;
+        let mut again = false;
         let mut wake = self.config.status_wake.clone();
+        let mut retranslate = self.config.retranslate.clone();
         loop {
             let retry_at = retry.map(|(at, _)| at);
             tokio::select! {
                 Ok(()) = changed(wake.as_mut()) => status_due = true,
+                Ok(()) = changed(retranslate.as_mut()) => again = true,
                 change = changes.recv() => match change {
                     Some(change) => dirty |= self.apply(change),
                     None => return,
@@ -330,8 +363,9 @@ impl Sync {
             if !self.mirror.ready() {
                 continue;
             }
-            if dirty {
+            if dirty || again {
                 dirty = false;
+                again = false;
                 self.translate();
                 status_due = true;
             }
@@ -382,7 +416,10 @@ impl Sync {
             controller_name: self.config.controller_name.clone(),
             privileged_namespace_prefixes: Vec::new(),
             addresses: assigner,
-            claims: Box::new(culvert_control_lite::translate::NoClaimChecks),
+            claims: match &self.config.claims {
+                Some(shared) => Box::new(shared.clone()),
+                None => Box::new(NoClaimChecks),
+            },
         };
         let translation = translate(self.mirror.store(), &options);
         self.stats.translations.fetch_add(1, Ordering::Relaxed);

@@ -4,11 +4,17 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use culvert_control_lite::store::NamespacedName;
+use culvert_control_lite::translate::{ClaimChecker, Proof};
 use culvert_fake_apiserver::{FakeApiServer, Fault, Serving, fixtures};
-use culvert_kubernetes::{KubernetesSource, LeaseConfig, SourceConfig};
+use culvert_kubernetes::{
+    KubernetesSource, LeaseConfig, SharedClaims, SourceConfig, TranslationHook,
+};
 use culvert_router::DataPlaneConfig;
+use culvert_tunnel_proto::TunnelToken;
 use serde_json::{Value, json};
 
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
@@ -549,4 +555,98 @@ async fn a_labelled_token_secret_gives_a_tunnel_gateway_its_tunnel() {
         !condition.to_string().contains(CONNECTOR_TOKEN),
         "the token never appears in status"
     );
+}
+
+/// Confirms every claim once `confirmed` is set; proof is available throughout.
+struct Flip {
+    confirmed: std::sync::atomic::AtomicBool,
+}
+
+impl ClaimChecker for Flip {
+    fn available(&self) -> bool {
+        true
+    }
+
+    fn proof(&self, _gateway: &NamespacedName, _token: &TunnelToken) -> Proof {
+        if self.confirmed.load(Ordering::SeqCst) {
+            Proof::Confirmed
+        } else {
+            Proof::Unchecked
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proof_that_changes_is_translated_though_no_object_did() {
+    let server = fake();
+    for object in objects() {
+        server.create(object).unwrap();
+    }
+    server
+        .create(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "edge-tunnel", "namespace": "default",
+                         "labels": {"culvert.dev/tunnel-token": "true"}},
+            "data": {"token": CONNECTOR_TOKEN_DATA}}),
+        )
+        .unwrap();
+    server
+        .create(
+            json!({"apiVersion": "culvert.dev/v1alpha1", "kind": "GatewayConfig",
+            "metadata": {"name": "own", "namespace": "default"},
+            "spec": {"tunnel": {"tokenRef": {"name": "edge-tunnel"}}}}),
+        )
+        .unwrap();
+    let mut gateway = server.get(GW, "Gateway", Some("default"), "edge").unwrap();
+    gateway["spec"]["infrastructure"] =
+        json!({"parametersRef": {"group": "culvert.dev", "kind": "GatewayConfig", "name": "own"}});
+    server.apply_object(gateway).unwrap();
+    // Another process leads, so this one writes no status: nothing it does comes
+    // back through a watch, and only the signal can make it translate again.
+    server
+        .create(
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "culvert-test", "namespace": "default"},
+            "spec": {"holderIdentity": "other", "leaseDurationSeconds": 3600,
+                     "acquireTime": "2999-01-01T00:00:00.000000Z",
+                     "renewTime": "2999-01-01T00:00:00.000000Z"}}),
+        )
+        .unwrap();
+    let serving = server.serve().await.unwrap();
+    let checker = Arc::new(Flip {
+        confirmed: std::sync::atomic::AtomicBool::new(false),
+    });
+    let (retranslate, retranslate_rx) = tokio::sync::watch::channel(0_u64);
+    let (accepted_tx, accepted) = tokio::sync::watch::channel(None::<(String, String)>);
+    let mut config = config_for(&serving, "retranslate");
+    config.lease = Some(LeaseConfig::new("default", "culvert-test", "this"));
+    config.claims = Some(SharedClaims(checker.clone()));
+    config.retranslate = Some(retranslate_rx);
+    config.on_translation = Some(TranslationHook(Arc::new(move |_, translation| {
+        let condition = translation
+            .gateways
+            .get(&("default".to_owned(), "edge".to_owned()))
+            .and_then(|status| status.conditions.iter().find(|c| c.kind == "Accepted"))
+            .map(|c| (c.status.clone(), c.message.clone()));
+        accepted_tx.send_replace(condition);
+    })));
+    let source = KubernetesSource::start(config).unwrap();
+    eventually("the unchecked claim waits", || async {
+        accepted.borrow().as_ref().is_some_and(|(status, message)| {
+            status == "False" && message.contains("not confirmed by Cloudflare yet")
+        })
+    })
+    .await;
+    assert!(!*source.leader().borrow());
+    let translations = source.stats().translations.load(Ordering::SeqCst);
+    checker.confirmed.store(true, Ordering::SeqCst);
+    retranslate.send_modify(|n| *n += 1);
+    eventually("the confirmed claim is accepted", || async {
+        accepted
+            .borrow()
+            .as_ref()
+            .is_some_and(|(status, _)| status == "True")
+    })
+    .await;
+    assert!(source.stats().translations.load(Ordering::SeqCst) > translations);
 }

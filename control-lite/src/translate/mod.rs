@@ -70,6 +70,18 @@ pub fn class_tunnel_address(store: &Store, class: &str) -> Option<GatewayAddress
             .ok()?;
     Some(admission::tunnel_claims::tunnel_address(token.tunnel_id))
 }
+
+/// The connector token Gateway `key`'s GatewayConfig names, read and checked exactly
+/// as tunnel-claim admission reads it (a Secret in the Gateway's own namespace, key
+/// `token`, an account tag that is a Cloudflare account ID). `None` when the Gateway
+/// asks for no GatewayConfig, its GatewayConfig has no tunnel, or the token does not
+/// read.
+pub fn gateway_tunnel_token(store: &Store, key: &NamespacedName) -> Option<TunnelToken> {
+    let gateway = store.gateways.get(key)?;
+    let config = store.gateway_config(&key.0, gateway)?;
+    admission::config_token(store, key, config)?.ok()
+}
+
 pub use redirect::HTTPS_REDIRECT_ANNOTATION;
 pub use status::Translation;
 

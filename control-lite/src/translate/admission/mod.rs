@@ -22,10 +22,10 @@ pub(crate) mod tunnel_claims;
 use super::conditions::{Verdict, reason};
 use super::gateways::{ClassState, GatewayState};
 use super::{DataPlaneId, Options, PlaneRefusal, Proof};
-use crate::model::{Gateway, ObjectMeta, SecretObjectReference, TOKEN_KEY};
+use crate::model::{Gateway, GatewayConfig, ObjectMeta, SecretObjectReference, TOKEN_KEY};
 use crate::store::{NamespacedName, Store};
 use culvert_router::parse_rfc3339;
-use culvert_tunnel_proto::Uuid;
+use culvert_tunnel_proto::{TunnelToken, Uuid};
 use std::collections::{BTreeMap, BTreeSet};
 use tunnel_claims::{Claim, Outcome};
 
@@ -163,11 +163,7 @@ fn claim(
         .as_ref()
         .and_then(|s| tunnel_claims::advertised_tunnel(&s.addresses));
     let token = match store.gateway_config(key.0.as_str(), gateway) {
-        Some(config) => {
-            let tunnel = config.spec.tunnel.as_ref()?;
-            local_secret(key, &tunnel.token_ref)
-                .and_then(|name| tunnel_claims::read_token(store, &key.0, name, TOKEN_KEY))
-        }
+        Some(config) => config_token(store, key, config)?,
         None => {
             advertised?;
             Err("the GatewayConfig does not resolve".to_owned())
@@ -186,6 +182,20 @@ fn claim(
         advertised,
         proof,
     })
+}
+
+/// The connector token of the tunnel Gateway `key`'s GatewayConfig names, or why it
+/// cannot be read; `None` when the GatewayConfig has no tunnel.
+pub(crate) fn config_token(
+    store: &Store,
+    key: &NamespacedName,
+    config: &GatewayConfig,
+) -> Option<Result<TunnelToken, String>> {
+    let tunnel = config.spec.tunnel.as_ref()?;
+    Some(
+        local_secret(key, &tunnel.token_ref)
+            .and_then(|name| tunnel_claims::read_token(store, &key.0, name, TOKEN_KEY)),
+    )
 }
 
 /// The name of the Secret a GatewayConfig's `tokenRef` names, which must be a
