@@ -73,6 +73,7 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
     let claims = Claims::new(&settings.cloudflare).map_err(StartError::Claims)?;
     source.claims = Some(claims.checker());
     source.retranslate = Some(claims.retranslate());
+    let retranslate = claims.retranslate_sender();
     let feed_claims = claims.feeder();
     source.on_translation = Some(TranslationHook(Arc::new(move |store, translation| {
         let mut wanted = planes::wanted(store, translation, Some(&shared_in));
@@ -102,6 +103,11 @@ pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Contr
         });
         feed_claims(store, translation);
     })));
+    tokio::spawn(retranslate_while_held(
+        pusher.subscribe(),
+        Arc::clone(&held),
+        retranslate,
+    ));
     source.assigner = Some(SharedAssigner(Arc::new(PlaneAddresses {
         shared_in: settings.namespace.clone(),
         held,
@@ -213,6 +219,22 @@ impl Controller {
         checks.abort();
         // Dropping the source joins its thread: off the runtime's thread.
         let _ = tokio::task::spawn_blocking(move || drop(source)).await;
+    }
+}
+
+/// While a Gateway is held on its old plane ([`crate::handover`]), asks for a
+/// translation whenever the pushes report something new, so the move completes as
+/// soon as its new plane serves. Ends when the pusher does.
+async fn retranslate_while_held(
+    mut summaries: watch::Receiver<Summaries>,
+    held: Arc<Mutex<Held>>,
+    retranslate: Arc<watch::Sender<u64>>,
+) {
+    while summaries.changed().await.is_ok() {
+        let holding = held.lock().is_ok_and(|held| !held.is_empty());
+        if holding {
+            retranslate.send_modify(|n| *n += 1);
+        }
     }
 }
 

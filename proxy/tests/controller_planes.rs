@@ -816,7 +816,10 @@ async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
     }
 
     // Its dedicated pod comes up and takes the config; the shared plane then lets
-    // edge go: its listener closes there, and the dedicated pod alone serves it.
+    // edge go (the hold asks for a translation itself once the pushes say the new
+    // plane serves): its listener closes there, and the dedicated pod alone
+    // serves it.
+    let before = plane_config(shared_pod, &shared).await.unwrap();
     let dedicated_pod: SocketAddr = "127.0.45.2:8081".parse().unwrap();
     let mut dedicated_process = start_plane(dedicated_pod, &dedicated, &dedicated.token);
     plane_endpoints(&server, "default", "culvert-edge", &["127.0.45.2"]);
@@ -830,15 +833,6 @@ async fn a_gateway_moving_to_a_dedicated_plane_is_served_throughout() {
         },
     )
     .await;
-    let before = plane_config(shared_pod, &shared).await.unwrap();
-    // A translation after the new plane serves ends the hold (here: any change).
-    let mut other = server.get(GW, "Gateway", Some("default"), "other").unwrap();
-    other["metadata"]["labels"] = json!({"touched": "yes"});
-    other["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("managedFields");
-    server.apply_object(other).unwrap();
     until(
         "the shared plane drops edge",
         Duration::from_secs(20),

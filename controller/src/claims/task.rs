@@ -43,7 +43,7 @@ pub struct Claims {
     proofs: Arc<ClaimProofs>,
     /// `None` until the first translation.
     inputs: Arc<watch::Sender<Option<Arc<ClaimInputs>>>>,
-    retranslate: watch::Sender<u64>,
+    retranslate: Arc<watch::Sender<u64>>,
 }
 
 impl Claims {
@@ -57,7 +57,7 @@ impl Claims {
         Ok(Self {
             proofs: Arc::new(ClaimProofs::new(Arc::new(ClaimProver::new(client)))),
             inputs: Arc::new(watch::Sender::new(None)),
-            retranslate: watch::Sender::new(0),
+            retranslate: Arc::new(watch::Sender::new(0)),
         })
     }
 
@@ -69,6 +69,12 @@ impl Claims {
     /// The signal for [`SourceConfig::retranslate`](culvert_kubernetes::SourceConfig::retranslate).
     pub fn retranslate(&self) -> watch::Receiver<u64> {
         self.retranslate.subscribe()
+    }
+
+    /// The sender of that signal, for others that need the source to translate
+    /// again (a [handover](crate::handover) waiting for a plane).
+    pub fn retranslate_sender(&self) -> Arc<watch::Sender<u64>> {
+        Arc::clone(&self.retranslate)
     }
 
     /// What the translation hook calls: takes the claims of a translation (the
