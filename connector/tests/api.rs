@@ -488,8 +488,18 @@ async fn a_connected_tunnel_is_deleted_only_with_cascade_which_disconnects_it() 
         let got = api(&sim, "DELETE", &format!("{base}/{id}?cascade=true"), None).await;
         assert!(ok(&got)["deleted_at"].is_string());
         // Its connections are closed; reconnecting, the connector is refused for good
-        // and stops.
-        let _ = tunnel.closed().await;
+        // and stops, and says so.
+        let error = tunnel.closed().await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                culvert_connector::Error::Registration {
+                    error: RegistrationError::Permanent { .. },
+                    ..
+                }
+            ),
+            "{error}"
+        );
         let events = sim.status().events;
         let closed = events
             .iter()

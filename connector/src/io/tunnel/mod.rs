@@ -261,6 +261,11 @@ pub struct TunnelStatus {
     pub draining: bool,
     /// Set when a permanent error stopped the tunnel.
     pub failure: Option<TunnelFailure>,
+    /// The last permanent refusal a connection gave up on, also after the tunnel
+    /// had registered (a tunnel deleted at the edge): one such refusal does not
+    /// stop the other connections, but a tunnel whose connections all ended this
+    /// way did not close cleanly.
+    pub refusal: Option<TunnelFailure>,
 }
 
 impl TunnelStatus {
@@ -679,6 +684,7 @@ impl Tunnel {
             ever_registered: false,
             draining: false,
             failure: None,
+            refusal: None,
         });
         let (drain, _) = watch::channel(None);
         let pool = |addrs: &[SocketAddr]| Mutex::new(AddrPool::from_static(addrs));
@@ -785,7 +791,8 @@ impl Tunnel {
     }
 
     /// Resolves when every spawned connection has stopped. `Err` if a permanent
-    /// registration error stopped the tunnel.
+    /// registration error stopped the tunnel, or, unasked to drain, its
+    /// connections ended on permanent refusals (a tunnel deleted at the edge).
     pub async fn closed(&self) -> Result<(), Error> {
         let mut status = self.status();
         let status = status
@@ -795,6 +802,11 @@ impl Tunnel {
         match status {
             Ok(TunnelStatus {
                 failure: Some(failure),
+                ..
+            })
+            | Ok(TunnelStatus {
+                refusal: Some(failure),
+                draining: false,
                 ..
             }) => Err(Error::Registration {
                 conn_index: failure.conn_index,
@@ -912,12 +924,14 @@ async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler
             Next::GiveUp(error) => {
                 tracing::error!(conn_index = index, %error, "registration refused for good");
                 shared.status.send_modify(|s| {
+                    let failure = TunnelFailure {
+                        conn_index: index,
+                        error: error.clone(),
+                    };
                     if !s.ever_registered && s.failure.is_none() {
-                        s.failure = Some(TunnelFailure {
-                            conn_index: index,
-                            error: error.clone(),
-                        });
+                        s.failure = Some(failure.clone());
                     }
+                    s.refusal = Some(failure);
                     if let Some(c) = s.connections.get_mut(usize::from(index)) {
                         c.last_error = Some(error.to_string());
                     }
