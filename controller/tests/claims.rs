@@ -11,15 +11,14 @@
     reason = "tests fail on any error"
 )]
 
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+mod support;
+
+use support::{eventually, settings};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use culvert_cloudflare::{AccountId, ApiToken, Client};
 use culvert_connector::sim::{EdgeSim, SimConfig};
-use culvert_controller::render::{Image, PodPeer, PullPolicy};
-use culvert_controller::run::{CloudflareSettings, Settings};
 use culvert_controller::serve;
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use culvert_kubernetes::SourceConfig;
@@ -29,35 +28,6 @@ use tokio::sync::watch;
 
 const CONTROLLER: &str = "culvert.dev/gateway-controller";
 const GW: &str = "gateway.networking.k8s.io/v1";
-
-fn settings(api_url: String) -> Settings {
-    Settings {
-        namespace: "culvert-system".to_owned(),
-        image: Image {
-            name: "ghcr.io/culvert-proxy/culvert:test".to_owned(),
-            pull_policy: PullPolicy::IfNotPresent,
-        },
-        controller_pods: PodPeer {
-            namespace: "culvert-system".to_owned(),
-            labels: BTreeMap::from([("app.kubernetes.io/name".to_owned(), "culvert".to_owned())]),
-        },
-        tunnel_edges: vec!["127.0.0.1:7844".to_owned()],
-        resync: Duration::from_millis(300),
-        cloudflare: CloudflareSettings {
-            api_url,
-            ..CloudflareSettings::default()
-        },
-    }
-}
-
-/// Polls `check` every 50 ms until it holds or 20 s pass.
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < Duration::from_secs(20), "never: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// Namespace `namespace` with a dedicated Gateway `name` whose connector token is
 /// `token`, checked with the API token `credential` (Secret `cf`, key `token`).
@@ -162,7 +132,7 @@ async fn only_a_claim_cloudflare_confirms_holds_its_tunnel() {
     let mut source = SourceConfig::new(CONTROLLER);
     source.kubeconfig = Some(kubeconfig.clone());
     source.addresses = vec!["192.0.2.1".to_owned()];
-    let controller = serve::start(settings(sim.api_base()), source)
+    let controller = serve::start(settings(Some(sim.api_base())), source)
         .await
         .unwrap();
     let (stop_tx, stop) = watch::channel(false);

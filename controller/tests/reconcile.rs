@@ -11,14 +11,17 @@
     reason = "tests fail on any error"
 )]
 
-use std::collections::BTreeMap;
+mod support;
+
+use support::{eventually, settings};
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use culvert_controller::cluster::{AUTHORITY_SECRET, Cluster, FIELD_MANAGER};
 use culvert_controller::planes::{self, Wanted};
-use culvert_controller::render::{Image, PodPeer, PullPolicy, SECRETS_HASH_ANNOTATION};
-use culvert_controller::run::{CloudflareSettings, Desired, Memory, Settings, reconcile, run};
+use culvert_controller::render::SECRETS_HASH_ANNOTATION;
+use culvert_controller::run::{Desired, Memory, reconcile, run};
 use culvert_fake_apiserver::{FakeApiServer, fixtures};
 use culvert_kubernetes::{KubernetesSource, SourceConfig, TranslationHook};
 use serde_json::{Value, json};
@@ -30,32 +33,6 @@ const GW: &str = "gateway.networking.k8s.io/v1";
 /// Secret data of a connector token for the same tunnel as `edge-tunnel`'s, with
 /// another secret.
 const ROTATED_TOKEN: &str = "ZXlKaElqb2lNREV5TXpRMU5qYzRPV0ZpWTJSbFpqQXhNak0wTlRZM09EbGhZbU5rWldZaUxDSjBJam9pTm1abU5ESmhaVEl0TnpZMVpDMDBZV1JtTFRneE1USXRNekZqTlRWak1UVTFNV1ZtSWl3aWN5STZJbU50T1RCWldGSnNXa014ZWxwWFRubGFXRkYwWTIwNU1GbFlVbXhhUXpGNldsZE9lVnBZVVhSTlJFVTlJbjA9";
-
-fn settings() -> Settings {
-    Settings {
-        namespace: "culvert-system".to_owned(),
-        image: Image {
-            name: "ghcr.io/culvert-proxy/culvert:test".to_owned(),
-            pull_policy: PullPolicy::IfNotPresent,
-        },
-        controller_pods: PodPeer {
-            namespace: "culvert-system".to_owned(),
-            labels: BTreeMap::from([("app.kubernetes.io/name".to_owned(), "culvert".to_owned())]),
-        },
-        tunnel_edges: vec!["127.0.0.1:7844".to_owned()],
-        resync: Duration::from_millis(300),
-        cloudflare: CloudflareSettings::default(),
-    }
-}
-
-/// Polls `check` every 50 ms until it holds or 15 s pass.
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < Duration::from_secs(15), "never: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn objects() -> Vec<Value> {
     let mut objects = fixtures::minimal_cluster(CONTROLLER, 8080, 9001);
@@ -147,7 +124,7 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     let (passes_tx, mut passes) = tokio::sync::mpsc::unbounded_channel();
     let loop_task = tokio::spawn(run(
         cluster.clone(),
-        settings(),
+        settings(None),
         desired,
         leader,
         stop,
@@ -404,7 +381,14 @@ async fn a_dedicated_gateway_gets_its_plane_healed_and_removed() {
     // One pass by hand over the same desired state writes what it must and
     // fails nothing.
     let mut memory = Memory::default();
-    let (_, pass) = reconcile(&cluster, &settings(), &Wanted::default(), &mut memory, true).await;
+    let (_, pass) = reconcile(
+        &cluster,
+        &settings(None),
+        &Wanted::default(),
+        &mut memory,
+        true,
+    )
+    .await;
     assert!(pass.failed.is_empty());
     stop_tx.send_replace(true);
     loop_task.await.unwrap();
