@@ -236,6 +236,21 @@ impl Store {
             .get(&(namespace.to_owned(), reference.name.clone()))
     }
 
+    /// The `GatewayClassConfig` that GatewayClass `class` names in
+    /// `spec.parametersRef`, if it names one and it exists.
+    pub fn gateway_class_config(&self, class: &str) -> Option<&GatewayClassConfig> {
+        let reference = self
+            .gateway_classes
+            .get(class)?
+            .spec
+            .parameters_ref
+            .as_ref()?;
+        if reference.group != CULVERT_GROUP || reference.kind != "GatewayClassConfig" {
+            return None;
+        }
+        self.gateway_class_configs.get(&reference.name)
+    }
+
     /// The EndpointSlices of Service `namespace/service`.
     pub fn slices_of<'s>(
         &'s self,

@@ -50,19 +50,7 @@ pub fn read_tunnel_token(
 /// The address Gateways on GatewayClass `class`'s shared plane are reached at
 /// when the class has a tunnel whose token reads: `<tunnel-id>.cfargotunnel.com`.
 pub fn class_tunnel_address(store: &Store, class: &str) -> Option<GatewayAddress> {
-    let reference = store
-        .gateway_classes
-        .get(class)?
-        .spec
-        .parameters_ref
-        .as_ref()
-        .filter(|r| r.group == crate::model::CULVERT_GROUP && r.kind == "GatewayClassConfig")?;
-    let tunnel = store
-        .gateway_class_configs
-        .get(&reference.name)?
-        .spec
-        .tunnel
-        .as_ref()?;
+    let tunnel = store.gateway_class_config(class)?.spec.tunnel.as_ref()?;
     let token_ref = &tunnel.token_ref;
     let key = token_ref.key.as_deref().unwrap_or(crate::model::TOKEN_KEY);
     let token =

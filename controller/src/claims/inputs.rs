@@ -1,13 +1,11 @@
 //! The claims one translation makes, and where each one's API credential lives.
 //! Pure: read from the [`Store`] and the [`Translation`] only.
 
-use culvert_control_lite::model::{CULVERT_GROUP, Gateway, TOKEN_KEY};
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{Translation, gateway_tunnel_token};
 use culvert_tunnel_proto::TunnelToken;
 
-use crate::cloudflare_sync::CredentialRef;
-use crate::render::SecretKey;
+use crate::cloudflare_sync::{CredentialRef, gateway_credential};
 
 /// One dedicated Gateway's claim on the tunnel its token names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,14 +44,16 @@ pub fn inputs(store: &Store, translation: &Translation) -> ClaimInputs {
         let Some(token) = gateway_tunnel_token(store, key) else {
             continue;
         };
-        let own = store
-            .gateway_config(&key.0, gateway)
-            .and_then(|config| config.spec.cloudflare_credentials_secret_ref.as_ref());
-        configured |= own.is_some();
-        let credential = match own {
-            Some(reference) => Some(credential(&key.0, &reference.name, TOKEN_KEY)),
-            None => class_credential(store, gateway),
+        let Some(config) = store.gateway_config(&key.0, gateway) else {
+            continue;
         };
+        configured |= config.spec.cloudflare_credentials_secret_ref.is_some();
+        let credential = gateway_credential(
+            store,
+            &key.0,
+            &gateway.spec.gateway_class_name,
+            &config.spec,
+        );
         claims.push(ClaimInput {
             gateway: key.clone(),
             token,
@@ -61,39 +61,4 @@ pub fn inputs(store: &Store, translation: &Translation) -> ClaimInputs {
         });
     }
     ClaimInputs { claims, configured }
-}
-
-/// Key `key` of Secret `namespace/name`. A GatewayConfig's is always in the
-/// Gateway's own namespace, key `token`, as `cloudflare_sync` reads it: a tenant
-/// can only ever point at its own credentials.
-fn credential(namespace: &str, name: &str, key: &str) -> CredentialRef {
-    CredentialRef {
-        namespace: namespace.to_owned(),
-        secret: SecretKey {
-            name: name.to_owned(),
-            key: key.to_owned(),
-        },
-    }
-}
-
-/// The credential of the GatewayClassConfig of `gateway`'s class.
-fn class_credential(store: &Store, gateway: &Gateway) -> Option<CredentialRef> {
-    let reference = store
-        .gateway_classes
-        .get(&gateway.spec.gateway_class_name)?
-        .spec
-        .parameters_ref
-        .as_ref()
-        .filter(|r| r.group == CULVERT_GROUP && r.kind == "GatewayClassConfig")?;
-    let secret = store
-        .gateway_class_configs
-        .get(&reference.name)?
-        .spec
-        .cloudflare_credentials_secret_ref
-        .as_ref()?;
-    Some(credential(
-        &secret.namespace,
-        &secret.name,
-        secret.key.as_deref().unwrap_or(TOKEN_KEY),
-    ))
 }

@@ -25,7 +25,7 @@ pub mod task;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use culvert_control_lite::model::{ObjectKey, TOKEN_KEY};
+use culvert_control_lite::model::{GatewayConfigSpec, ObjectKey, SecretKeyReference, TOKEN_KEY};
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{DataPlaneId, Translation, read_tunnel_token};
 use culvert_router::DataPlaneConfig;
@@ -41,6 +41,28 @@ pub struct CredentialRef {
     pub namespace: String,
     /// The Secret's name and key.
     pub secret: SecretKey,
+}
+
+impl CredentialRef {
+    /// Key `key` ([`TOKEN_KEY`] when `None`) of Secret `namespace/name`.
+    pub fn new(namespace: &str, name: &str, key: Option<&str>) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            secret: SecretKey {
+                name: name.to_owned(),
+                key: key.unwrap_or(TOKEN_KEY).to_owned(),
+            },
+        }
+    }
+
+    /// The key a cluster-scoped object's reference names.
+    pub fn of(reference: &SecretKeyReference) -> Self {
+        Self::new(
+            &reference.namespace,
+            &reference.name,
+            reference.key.as_deref(),
+        )
+    }
 }
 
 /// One route's hostnames on one Gateway.
@@ -166,53 +188,45 @@ fn tunnel_of(
     store: &Store,
     plane: &DesiredPlane,
 ) -> Option<(CredentialRef, Option<CredentialRef>)> {
-    let class_credential = || {
-        let class = store.gateway_classes.get(&plane.gateway.class_name)?;
-        let reference = class.spec.parameters_ref.as_ref()?;
-        let config = store.gateway_class_configs.get(&reference.name)?;
-        let credential = config.spec.cloudflare_credentials_secret_ref.as_ref()?;
-        Some(CredentialRef {
-            namespace: credential.namespace.clone(),
-            secret: SecretKey {
-                name: credential.name.clone(),
-                key: credential
-                    .key
-                    .clone()
-                    .unwrap_or_else(|| TOKEN_KEY.to_owned()),
-            },
-        })
-    };
-    let token_key = |namespace: &str, name: &str| CredentialRef {
-        namespace: namespace.to_owned(),
-        secret: SecretKey {
-            name: name.to_owned(),
-            key: TOKEN_KEY.to_owned(),
-        },
-    };
+    let class = &plane.gateway.class_name;
     if let Some(tunnel) = &plane.config.tunnel {
         let namespace = &plane.gateway.namespace;
-        let credential = plane
-            .config
-            .cloudflare_credentials_secret_ref
-            .as_ref()
-            .map(|r| token_key(namespace, &r.name))
-            .or_else(class_credential);
-        return Some((token_key(namespace, &tunnel.token_ref.name), credential));
+        return Some((
+            CredentialRef::new(namespace, &tunnel.token_ref.name, None),
+            gateway_credential(store, namespace, class, &plane.config),
+        ));
     }
     let class_tunnel = plane.class_tunnel.as_ref()?;
     Some((
-        CredentialRef {
-            namespace: class_tunnel.namespace.clone(),
-            secret: SecretKey {
-                name: class_tunnel.name.clone(),
-                key: class_tunnel
-                    .key
-                    .clone()
-                    .unwrap_or_else(|| TOKEN_KEY.to_owned()),
-            },
-        },
-        class_credential(),
+        CredentialRef::of(class_tunnel),
+        class_credential(store, class),
     ))
+}
+
+/// The Cloudflare API credential of a Gateway in `namespace` of class `class`
+/// whose GatewayConfig is `config`: the GatewayConfig's
+/// `cloudflareCredentialsSecretRef`, always in the Gateway's own namespace with key
+/// `token` (a tenant can only point at its own credentials), else the class's.
+pub fn gateway_credential(
+    store: &Store,
+    namespace: &str,
+    class: &str,
+    config: &GatewayConfigSpec,
+) -> Option<CredentialRef> {
+    match &config.cloudflare_credentials_secret_ref {
+        Some(reference) => Some(CredentialRef::new(namespace, &reference.name, None)),
+        None => class_credential(store, class),
+    }
+}
+
+/// The Cloudflare API credential GatewayClass `class`'s GatewayClassConfig names.
+pub fn class_credential(store: &Store, class: &str) -> Option<CredentialRef> {
+    store
+        .gateway_class_config(class)?
+        .spec
+        .cloudflare_credentials_secret_ref
+        .as_ref()
+        .map(CredentialRef::of)
 }
 
 /// The hostnames each route of `config` has on each of `gateways`: the route's

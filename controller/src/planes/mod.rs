@@ -18,7 +18,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use culvert_control_lite::model::{
-    CULVERT_GROUP, DEFAULT_SHARED_REPLICAS, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY,
+    DEFAULT_SHARED_REPLICAS, GatewayConfigSpec, SecretKeyReference, TOKEN_KEY,
 };
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{DataPlaneId, PlaneRefusal, Translation};
@@ -173,13 +173,7 @@ pub fn shared(
         if !serves_any {
             continue;
         }
-        let class_config = class
-            .spec
-            .parameters_ref
-            .as_ref()
-            .filter(|r| r.group == CULVERT_GROUP && r.kind == "GatewayClassConfig")
-            .and_then(|r| store.gateway_class_configs.get(&r.name))
-            .map(|c| &c.spec);
+        let class_config = store.gateway_class_config(class_name).map(|c| &c.spec);
         let size = class_config.and_then(|c| c.shared_plane.as_ref());
         let owner = GatewayRef::for_class(class, namespace);
         out.insert(
