@@ -11,7 +11,10 @@ pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
     tls::crypto_provider()
         .secure_random
         .fill(&mut out)
-        .map_err(|e| Error::Tls(format!("random source: {e:?}")))?;
+        .map_err(|e| Error::Rustls {
+            what: "random source".to_owned(),
+            source: e.into(),
+        })?;
     Ok(out)
 }
 
