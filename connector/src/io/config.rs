@@ -6,11 +6,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::BackoffConfig;
 use super::tls::{self, EdgeRoots};
 use super::transport::Transport;
 use crate::Error;
 use crate::discovery::DiscoveryConfig;
+use crate::proto::backoff::BackoffConfig;
 use crate::proto::control::DEFAULT_RPC_TIMEOUT;
 use crate::proto::{TunnelToken, Uuid};
 

@@ -12,7 +12,7 @@
 //!   requests; the module doc there has the per-connection-type contract.
 //! * `connection.rs`: one QUIC connection, from dial to close; `stream.rs`: one
 //!   request stream. `attempt.rs`: what both transports share about one attempt
-//!   (its [`Outcome`](attempt::Outcome), registration arguments, the control
+//!   (its `Outcome`, registration arguments, the control
 //!   stream's flush and teardown); `control_loop.rs`: their drain and
 //!   control-event handling.
 //! * `http2/`: one HTTP/2 connection (the connector is the HTTP/2 server, the edge

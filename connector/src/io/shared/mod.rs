@@ -17,11 +17,11 @@ use self::discovery::Discovery;
 use self::pool::AddrPool;
 use super::config::TunnelConfig;
 use super::random::{random_bytes, random_uuid};
-use super::status::{ConnectionState, ConnectionStatus, TunnelStatus};
+use super::status::{ConnectionState, ConnectionStatus, TunnelFailure, TunnelStatus};
 use super::tls;
 use super::transport::Transport;
 use crate::Error;
-use crate::proto::{ConnectionDetails, Uuid};
+use crate::proto::{ConnectionDetails, RegistrationError, Uuid};
 
 /// The part of a tunnel shared by every thread.
 #[derive(Debug)]
@@ -117,6 +117,24 @@ impl Shared {
                 };
                 c.attempts = 0;
                 c.last_error = None;
+            }
+        });
+    }
+
+    /// Connection `index` gave up on a permanent refusal: the tunnel's failure if
+    /// nothing had registered yet, its last refusal in any case.
+    pub(crate) fn refused(&self, index: u8, error: RegistrationError) {
+        self.status.send_modify(|s| {
+            let failure = TunnelFailure {
+                conn_index: index,
+                error: error.clone(),
+            };
+            if !s.ever_registered && s.failure.is_none() {
+                s.failure = Some(failure.clone());
+            }
+            s.refusal = Some(failure);
+            if let Some(c) = s.connections.get_mut(usize::from(index)) {
+                c.last_error = Some(error.to_string());
             }
         });
     }

@@ -6,12 +6,16 @@
 
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
 
 use crate::io::connection;
 use crate::io::handler::TunnelHandler;
 use crate::io::http2;
 use crate::io::shared::Shared;
-use crate::io::status::{ConnectionState, TunnelFailure, TunnelStatus};
+use crate::io::status::{ConnectionState, TunnelStatus};
 use crate::io::transport::Transport;
 use crate::proto::reconnect::{Dial, Edge, Next, Reconnect, Start, Target};
 
@@ -21,22 +25,10 @@ fn should_stop(status: &TunnelStatus) -> bool {
 
 /// One connection index: wait for its turn, then connect, serve and reconnect.
 pub(super) async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn TunnelHandler>) {
-    let mut status = shared.status.subscribe();
     let mut drain = shared.drain.subscribe();
-    if index > 0 {
-        let ready = status
-            .wait_for(|s| s.ever_registered || should_stop(s))
-            .await
-            .map(|s| should_stop(&s));
-        if !matches!(ready, Ok(false)) {
-            shared.set_state(index, ConnectionState::Stopped);
-            return;
-        }
-        let stagger = shared.config.ha_stagger.saturating_mul(u32::from(index));
-        tokio::select! {
-            () = tokio::time::sleep(stagger) => {}
-            _ = drain.changed() => {}
-        }
+    if !wait_for_turn(&shared, index, &mut drain).await {
+        shared.set_state(index, ConnectionState::Stopped);
+        return;
     }
     let start = start_of(shared.config.transport);
     let mut reconnect = Reconnect::for_connection(start, shared.config.backoff, shared.seed, index);
@@ -65,10 +57,7 @@ pub(super) async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn Tu
                             c.state = ConnectionState::Backoff { delay };
                             c.last_error = Some(error.to_string());
                         });
-                        tokio::select! {
-                            () = tokio::time::sleep(delay) => {}
-                            _ = drain.changed() => {}
-                        }
+                        sleep_unless_drained(delay, &mut drain).await;
                         continue;
                     }
                 }
@@ -93,19 +82,7 @@ pub(super) async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn Tu
             Next::Stop => break,
             Next::GiveUp(error) => {
                 tracing::error!(conn_index = index, %error, "registration refused for good");
-                shared.status.send_modify(|s| {
-                    let failure = TunnelFailure {
-                        conn_index: index,
-                        error: error.clone(),
-                    };
-                    if !s.ever_registered && s.failure.is_none() {
-                        s.failure = Some(failure.clone());
-                    }
-                    s.refusal = Some(failure);
-                    if let Some(c) = s.connections.get_mut(usize::from(index)) {
-                        c.last_error = Some(error.to_string());
-                    }
-                });
+                shared.refused(index, error);
                 break;
             }
             Next::Retry {
@@ -133,13 +110,42 @@ pub(super) async fn run_index(shared: Arc<Shared>, index: u8, handler: Rc<dyn Tu
             c.attempts = reconnect.attempts();
             c.last_error = Some(error);
         });
-        tokio::select! {
-            () = tokio::time::sleep(delay) => {}
-            _ = drain.changed() => {}
-        }
+        sleep_unless_drained(delay, &mut drain).await;
     }
     shared.release_addr(index);
     shared.set_state(index, ConnectionState::Stopped);
+}
+
+/// Waits for connection `index`'s turn: connIndex 0 goes at once, the others once
+/// anything registered, `ha_stagger` apart. `false`: the tunnel stopped first.
+async fn wait_for_turn(
+    shared: &Shared,
+    index: u8,
+    drain: &mut watch::Receiver<Option<Instant>>,
+) -> bool {
+    if index == 0 {
+        return true;
+    }
+    let ready = shared
+        .status
+        .subscribe()
+        .wait_for(|s| s.ever_registered || should_stop(s))
+        .await
+        .map(|s| should_stop(&s));
+    if !matches!(ready, Ok(false)) {
+        return false;
+    }
+    let stagger = shared.config.ha_stagger.saturating_mul(u32::from(index));
+    sleep_unless_drained(stagger, drain).await;
+    true
+}
+
+/// Sleeps for `delay`, or until the drain channel changes.
+async fn sleep_unless_drained(delay: Duration, drain: &mut watch::Receiver<Option<Instant>>) {
+    tokio::select! {
+        () = tokio::time::sleep(delay) => {}
+        _ = drain.changed() => {}
+    }
 }
 
 /// What the reconnect state starts with for the configured transport.
