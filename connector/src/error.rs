@@ -26,9 +26,32 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Trust roots, certificates or keys could not be set up.
+    /// Trust roots, certificates or keys could not be set up (no certificate
+    /// found, no trusted root: a message is all there is).
     #[error("tls setup failed: {0}")]
     Tls(String),
+    /// A PEM buffer or file could not be read.
+    #[error("tls setup failed: {what}: {source}")]
+    Pem {
+        /// Which buffer or file, e.g. `edge ca pem` or its path.
+        what: String,
+        /// Why the PEM could not be read.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// rustls refused a certificate or a configuration, or the random source
+    /// failed.
+    #[error("tls setup failed: {what}: {source}")]
+    Rustls {
+        /// What was being set up, e.g. a CA file's path.
+        what: String,
+        /// rustls's error.
+        #[source]
+        source: rustls::Error,
+    },
+    /// The rustls configuration has no cipher suite QUIC can start with.
+    #[error("tls setup failed: {0}")]
+    QuicCipherSuite(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
     /// The tunnel or simulator configuration is not usable.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -24,9 +24,21 @@ pub enum Error {
     /// A text that should be a canonical UUID is not one.
     #[error("invalid uuid {0:?}")]
     Uuid(String),
-    /// A Cap'n Proto frame or message is malformed or exceeds a decode limit.
+    /// A Cap'n Proto frame or message is malformed: the `capnp` crate refused to
+    /// read or copy it.
+    #[error("malformed cap'n proto message: {}{source}", context_prefix(*.context))]
+    Capnp {
+        /// What was being read or copied, e.g. `ConnectionError.cause`; `None` for
+        /// a whole message.
+        context: Option<&'static str>,
+        /// The `capnp` crate's error (its kind says what was wrong).
+        #[source]
+        source: capnp::Error,
+    },
+    /// A Cap'n Proto frame or message exceeds a decode limit (segments, size), or
+    /// refers to something it does not carry (a capability outside its table).
     #[error("malformed cap'n proto message: {0}")]
-    Capnp(String),
+    CapnpLimit(String),
     /// A Cap'n Proto message is well formed but does not fit the schema.
     #[error("invalid {structure}: {problem}")]
     Schema {
@@ -53,4 +65,9 @@ pub enum Error {
     /// A reply was given for a call that does not exist or was already answered.
     #[error("no pending call with id {0}")]
     UnknownCall(u32),
+}
+
+/// `context: ` before a `capnp` error, when there is a context.
+fn context_prefix(context: Option<&'static str>) -> String {
+    context.map(|c| format!("{c}: ")).unwrap_or_default()
 }

@@ -22,7 +22,7 @@ pub use edges::{
     EDGE_PORT, EdgeRegions, FALLBACK_HOSTS, IpVersion, MAX_TTL, MIN_TTL, SRV_DOMAIN, SRV_SERVICE,
     addresses, discover, fallback_hosts, srv_name, srv_targets, validate_region,
 };
-pub use resolv_conf::{RESOLV_CONF, ResolverConfig};
+pub use resolv_conf::{NoNameserver, RESOLV_CONF, ResolverConfig};
 pub use resolver::Resolver;
 
 use crate::Error;

@@ -22,6 +22,11 @@ const MAX_TIMEOUT_SECS: u64 = 30;
 const DEFAULT_ATTEMPTS: u32 = 2;
 const MAX_ATTEMPTS: u32 = 5;
 
+/// A `resolv.conf` without a usable `nameserver` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no usable nameserver line")]
+pub struct NoNameserver;
+
 /// Where and how to send DNS queries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolverConfig {
@@ -58,7 +63,7 @@ impl ResolverConfig {
     }
 
     /// Parses `resolv.conf` text; unknown lines and options are ignored.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, NoNameserver> {
         let mut config = Self::new(Vec::new());
         for line in text.lines() {
             let line = line.split(['#', ';']).next().unwrap_or("");
@@ -88,7 +93,7 @@ impl ResolverConfig {
             }
         }
         if config.nameservers.is_empty() {
-            return Err("no usable nameserver line".to_owned());
+            return Err(NoNameserver);
         }
         Ok(config)
     }

@@ -4,15 +4,17 @@
 //! unregistration, closure) does to the connection. The drivers keep the sockets,
 //! streams and timers; this only decides, and says when the loop must end.
 
+use std::fmt::Display;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
+use super::attempt::{Outcome, lost};
 use super::body::InFlight;
-use super::connection::Outcome;
-use super::tunnel::{ConnectionState, Shared};
+use super::shared::Shared;
+use super::status::ConnectionState;
 use crate::proto::{ClientEvent, ControlClient};
 
 /// What happened on a connection's drain side.
@@ -127,6 +129,34 @@ impl<'a> ControlLoop<'a> {
             .then_some(Outcome::Drained)
     }
 
+    /// Applies what a read of the control stream gave: bytes, its end (`None`) or
+    /// an error. The end or an error while draining only marks the stream done;
+    /// otherwise they end the loop (`Some`), as does input the client refuses.
+    pub(crate) fn on_control_read<E: Display>(
+        &mut self,
+        client: &mut ControlClient,
+        read: Option<Result<&[u8], E>>,
+    ) -> Option<Outcome> {
+        match read {
+            Some(Ok(bytes)) => client
+                .handle_input(bytes, Instant::now().into_std())
+                .err()
+                .map(|e| lost(self.registered, format!("control stream: {e}"))),
+            None | Some(Err(_)) if self.draining => {
+                self.ctrl_done = true;
+                None
+            }
+            None => Some(lost(
+                self.registered,
+                "the edge closed the control stream".to_owned(),
+            )),
+            Some(Err(e)) => Some(lost(
+                self.registered,
+                format!("reading the control stream: {e}"),
+            )),
+        }
+    }
+
     /// Handles every pending control event; `Some` ends the loop. `in_flight` is the
     /// number of streams being served, for the logs.
     pub(crate) fn on_events(
@@ -180,11 +210,10 @@ impl<'a> ControlLoop<'a> {
                     if self.draining {
                         self.ctrl_done = true;
                     } else {
-                        return Some(Outcome::Lost {
-                            registered: self.registered,
-                            rotate: false,
-                            reason: format!("the edge aborted the control stream: {reason}"),
-                        });
+                        return Some(lost(
+                            self.registered,
+                            format!("the edge aborted the control stream: {reason}"),
+                        ));
                     }
                 }
             }

@@ -3,15 +3,26 @@
 //! [`proto`](crate::proto) core. It never makes a protocol decision of its own.
 //!
 //! Where to start:
-//! * [`Tunnel`] (in `tunnel.rs`): configuration ([`TunnelConfig`]), HA connections,
-//!   reconnect backoff, drain and readiness ([`TunnelStatus`]).
+//! * [`Tunnel`] (in `tunnel/`): HA connections, drain and readiness
+//!   ([`TunnelStatus`], `status.rs`); `tunnel/supervisor.rs` runs one connection
+//!   index as the sans-IO [`proto::reconnect`](crate::proto::reconnect) says.
+//!   Configuration is [`TunnelConfig`] (`config.rs`); `shared/` is the state every
+//!   thread shares (address pools, discovery, the status channel).
 //! * [`TunnelHandler`] (in `handler.rs`): what the data plane implements to serve
 //!   requests; the module doc there has the per-connection-type contract.
 //! * `connection.rs`: one QUIC connection, from dial to close; `stream.rs`: one
-//!   request stream.
+//!   request stream. `attempt.rs`: what both transports share about one attempt
+//!   (its `Outcome`, registration arguments, the control
+//!   stream's flush and teardown); `control_loop.rs`: their drain and
+//!   control-event handling.
 //! * `http2/`: one HTTP/2 connection (the connector is the HTTP/2 server, the edge
 //!   opens the control stream and every request) and its request streams. Pick
 //!   the transport with [`TunnelConfig::transport`] ([`Transport`]).
+//!
+//! Layers, each importing only those below it: `tunnel/` (the handle and the
+//! supervisor) → the drivers (`connection.rs`, `http2/`, `stream.rs`) →
+//! `control_loop.rs`, `attempt.rs` → `shared/` → `config.rs`, `status.rs`,
+//! `transport.rs`, `tls.rs`, `random.rs`, `body.rs`, `handler.rs`.
 //!
 //! Threading model: [`Tunnel`] is `Send + Sync` and shared by all workers; each
 //! worker runs some connection indices with [`Tunnel::spawn_local`] on its own
@@ -43,25 +54,33 @@
 //! and HTTP/2 configuration pushes (refused), UDP sessions and datagrams (accepted
 //! and ignored).
 
+mod attempt;
 mod body;
+mod config;
 mod connection;
 mod control_loop;
 mod handler;
 mod http2;
+mod random;
+mod shared;
+mod status;
 pub(crate) mod stream;
 mod tls;
+mod transport;
 mod tunnel;
 
 pub use crate::proto::backoff::{Backoff, BackoffConfig};
 pub use body::{TunnelBody, TunnelStream, TunnelUpgrade};
+pub use config::{
+    DEFAULT_FEATURES, DEFAULT_GRACE_PERIOD, DEFAULT_HA_CONNECTIONS, DEFAULT_MAX_CONCURRENT_STREAMS,
+    MAX_GRACE_PERIOD, TunnelConfig,
+};
 pub use handler::{BoxBody, BoxError, ServeFuture, StreamInfo, TunnelHandler, box_body};
 pub use http2::DIAL_TIMEOUT as H2_DIAL_TIMEOUT;
+pub use status::{ConnectionState, ConnectionStatus, TunnelFailure, TunnelStatus};
 pub use tls::{ALPN, EdgeRoots, H2_SERVER_NAME, IDLE_TIMEOUT, KEEP_ALIVE, QUIC_SERVER_NAME};
-pub use tunnel::{
-    ConnectionState, ConnectionStatus, DEFAULT_FEATURES, DEFAULT_GRACE_PERIOD,
-    DEFAULT_HA_CONNECTIONS, DEFAULT_MAX_CONCURRENT_STREAMS, MAX_GRACE_PERIOD, Transport, Tunnel,
-    TunnelConfig, TunnelFailure, TunnelStatus,
-};
+pub use transport::Transport;
+pub use tunnel::Tunnel;
 
 // What the edge simulator (feature `sim`) shares with the driver.
 #[cfg(feature = "sim")]
@@ -69,8 +88,8 @@ pub(crate) use body::h2_send_all;
 #[cfg(feature = "sim")]
 pub(crate) use body::{InFlight, InFlightGuard};
 #[cfg(feature = "sim")]
-pub(crate) use tls::{crypto_provider, pem_certificates, transport};
+pub(crate) use random::random_uuid;
 #[cfg(feature = "sim")]
-pub(crate) use tunnel::random_uuid;
+pub(crate) use tls::{crypto_provider, pem_certificates, transport};
 
-pub(crate) use tunnel::random_bytes;
+pub(crate) use random::random_bytes;

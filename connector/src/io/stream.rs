@@ -61,7 +61,7 @@ pub(crate) async fn read_head<T>(
                     return Ok((value, Bytes::copy_from_slice(rest)));
                 }
                 Decoded::Incomplete { needed } if needed > MAX_HEAD => {
-                    return Err(HeadError::Invalid(Error::Capnp(format!(
+                    return Err(HeadError::Invalid(Error::CapnpLimit(format!(
                         "stream head of {needed} bytes exceeds {MAX_HEAD}"
                     ))));
                 }

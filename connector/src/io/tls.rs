@@ -101,7 +101,10 @@ pub(crate) fn pem_certificates(
 ) -> Result<Vec<CertificateDer<'static>>, Error> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::Tls(format!("{what}: {e}")))?;
+        .map_err(|source| Error::Pem {
+            what: what.to_owned(),
+            source,
+        })?;
     if certs.is_empty() {
         return Err(Error::Tls(format!("{what}: no certificate found")));
     }
@@ -110,9 +113,10 @@ pub(crate) fn pem_certificates(
 
 fn add_strict(store: &mut RootCertStore, pem: &[u8], what: &str) -> Result<(), Error> {
     for cert in pem_certificates(pem, what)? {
-        store
-            .add(cert)
-            .map_err(|e| Error::Tls(format!("{what}: {e}")))?;
+        store.add(cert).map_err(|source| Error::Rustls {
+            what: what.to_owned(),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -160,11 +164,11 @@ pub(crate) fn client_config(
     let store = root_store(roots)?;
     let mut tls = rustls::ClientConfig::builder_with_provider(crypto_provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| Error::Tls(e.to_string()))?
+        .map_err(protocol_versions)?
         .with_root_certificates(store)
         .with_no_client_auth();
     tls.alpn_protocols = vec![ALPN.to_vec()];
-    let quic = QuicClientConfig::try_from(Arc::new(tls)).map_err(|e| Error::Tls(e.to_string()))?;
+    let quic = QuicClientConfig::try_from(Arc::new(tls)).map_err(Error::QuicCipherSuite)?;
     let mut config = quinn::ClientConfig::new(Arc::new(quic));
     config.transport_config(Arc::new(transport(max_concurrent_streams)));
     Ok(config)
@@ -176,10 +180,18 @@ pub(crate) fn h2_client_config(roots: &EdgeRoots) -> Result<Arc<rustls::ClientCo
     let store = root_store(roots)?;
     let tls = rustls::ClientConfig::builder_with_provider(crypto_provider())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| Error::Tls(e.to_string()))?
+        .map_err(protocol_versions)?
         .with_root_certificates(store)
         .with_no_client_auth();
     Ok(Arc::new(tls))
+}
+
+/// The crypto provider refused the protocol versions asked for.
+fn protocol_versions(source: rustls::Error) -> Error {
+    Error::Rustls {
+        what: "protocol versions".to_owned(),
+        source,
+    }
 }
 
 /// Transport parameters shared by the connector and the simulator.

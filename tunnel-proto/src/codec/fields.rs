@@ -5,7 +5,7 @@
 //! the failure: a pointer that is well formed but not what the schema says (a list
 //! where a struct belongs, a union member or enumerant the schema does not have) is
 //! [`Error::Schema`]; anything else (bounds, limits, segments) is
-//! [`Error::Capnp`].
+//! [`Error::Capnp`] (with the `capnp` crate's error as its source).
 
 use capnp::ErrorKind;
 use capnp::dynamic_value;
@@ -42,7 +42,10 @@ pub(crate) fn field_error(structure: &'static str, error: capnp::Error) -> Error
             problem: error.to_string(),
         }
     } else {
-        Error::Capnp(format!("{structure}: {error}"))
+        Error::Capnp {
+            context: Some(structure),
+            source: error,
+        }
     }
 }
 

@@ -115,7 +115,7 @@ fn frame(buf: &[u8]) -> Result<Decoded<u64>, Error> {
     };
     let segments = u64::from(first) + 1;
     if segments > MAX_SEGMENTS {
-        return Err(Error::Capnp(format!(
+        return Err(Error::CapnpLimit(format!(
             "{segments} segments exceeds the limit of {MAX_SEGMENTS}"
         )));
     }
@@ -129,7 +129,7 @@ fn frame(buf: &[u8]) -> Result<Decoded<u64>, Error> {
         .map(|i| u64::from(read_u32(buf, 4 + 4 * i).unwrap_or(0)))
         .sum();
     if words * 8 > MAX_MESSAGE_BYTES {
-        return Err(Error::Capnp(format!(
+        return Err(Error::CapnpLimit(format!(
             "{} bytes of segments exceeds the limit of {MAX_MESSAGE_BYTES}",
             words * 8
         )));
@@ -151,5 +151,8 @@ fn read_u32(buf: &[u8], at: usize) -> Option<u32> {
 }
 
 fn malformed(error: capnp::Error) -> Error {
-    Error::Capnp(error.to_string())
+    Error::Capnp {
+        context: None,
+        source: error,
+    }
 }

@@ -37,24 +37,26 @@ impl Object {
     pub(crate) fn copy<T: Owned>(value: impl SetterInput<T>, words: u64) -> Result<Self, Error> {
         let words = words.saturating_add(1);
         if words > MAX_WORDS {
-            return Err(Error::Capnp(format!(
+            return Err(Error::CapnpLimit(format!(
                 "object of {words} words is too large to keep"
             )));
         }
         // A first segment that holds the whole copy (the total size is what a copy
         // takes, without far pointers); a larger copy would only take more segments.
         let mut message = builder(words as usize);
-        message
-            .set_root(value)
-            .map_err(|e| Error::Capnp(format!("cannot copy object: {e}")))?;
+        message.set_root(value).map_err(|source| Error::Capnp {
+            context: Some("cannot copy object"),
+            source,
+        })?;
         Ok(Self::of_builder(&message))
     }
 
     /// Copies the object a pointer points to.
     pub(crate) fn of_pointer(value: any_pointer::Reader<'_>) -> Result<Self, Error> {
-        let size = value
-            .target_size()
-            .map_err(|e| Error::Capnp(e.to_string()))?;
+        let size = value.target_size().map_err(|source| Error::Capnp {
+            context: None,
+            source,
+        })?;
         Self::copy::<any_pointer::Owned>(value, size.word_count)
     }
 

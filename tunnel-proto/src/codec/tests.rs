@@ -19,9 +19,10 @@ fn walk(buf: &[u8]) -> Result<u64, Error> {
     };
     assert!(consumed <= buf.len());
     let root: any_pointer::Reader<'_> = root(&value)?;
-    let size = root
-        .target_size()
-        .map_err(|e| Error::Capnp(e.to_string()))?;
+    let size = root.target_size().map_err(|source| Error::Capnp {
+        context: None,
+        source,
+    })?;
     Ok(size.word_count)
 }
 
@@ -77,7 +78,7 @@ fn incomplete_reports_what_it_needs() {
 fn segment_limit_is_checked_before_waiting_for_the_segments() {
     // The first word holds the segment count minus one.
     let too_many = (MAX_SEGMENTS as u32).to_le_bytes();
-    assert!(matches!(read(&too_many), Err(Error::Capnp(_))));
+    assert!(matches!(read(&too_many), Err(Error::CapnpLimit(_))));
     // The largest allowed count waits for its whole table (4 + 4 x 511 bytes).
     let most = (MAX_SEGMENTS as u32 - 1).to_le_bytes();
     assert!(matches!(
@@ -91,7 +92,7 @@ fn rejects_oversized_message_from_the_header() {
     let words = u32::try_from(MAX_MESSAGE_BYTES / 8 + 1).unwrap();
     let mut buf = vec![0, 0, 0, 0];
     buf.extend_from_slice(&words.to_le_bytes());
-    assert!(matches!(read(&buf), Err(Error::Capnp(_))));
+    assert!(matches!(read(&buf), Err(Error::CapnpLimit(_))));
 }
 
 #[test]
@@ -160,7 +161,7 @@ fn traversal_budget_stops_amplification() {
 #[test]
 fn empty_first_segment_is_an_error() {
     let buf = [0, 0, 0, 0, 0, 0, 0, 0];
-    assert!(matches!(walk(&buf), Err(Error::Capnp(_))));
+    assert!(matches!(walk(&buf), Err(Error::Capnp { .. })));
 }
 
 #[test]

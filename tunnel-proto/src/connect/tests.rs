@@ -170,7 +170,10 @@ fn malformed_pointers_are_errors() {
     // REQUEST_GOLDEN with the metadata list (w3) pointing past the segment.
     let mut buf = REQUEST_GOLDEN.to_vec();
     buf[8 + 3 * 8] = 0x7d;
-    assert!(matches!(ConnectRequest::decode(&buf), Err(Error::Capnp(_))));
+    assert!(matches!(
+        ConnectRequest::decode(&buf),
+        Err(Error::Capnp { .. })
+    ));
 }
 
 fn metadata() -> impl Strategy<Value = Vec<Metadata>> {

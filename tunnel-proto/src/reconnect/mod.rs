@@ -1,7 +1,11 @@
-//! What a tunnel connection does after an attempt ended (PROTOCOL.md §6.2), as a
-//! state machine without IO: the driver dials and waits, and hands each ended
-//! attempt to [`Reconnect::after`], which says whether to stop, and if not, which
-//! transport to dial next, at which edge address, after what delay.
+//! What a tunnel connection does between attempts (PROTOCOL.md §6.2), as a state
+//! machine without IO: the driver dials and waits, and hands each ended attempt to
+//! [`Reconnect::after`], which says whether to stop, and if not, which transport to
+//! dial next, at which edge address, after what delay. Before each attempt
+//! [`Reconnect::target`] says whether the address held is dialled again or a new one
+//! must be taken from the pool (and which one to avoid); the driver reports what the
+//! pool gave with [`Reconnect::acquired`] or [`Reconnect::acquire_failed`], which
+//! says how long to wait before asking again. Start at [`Reconnect::for_connection`].
 //!
 //! The rules, as cloudflared has them:
 //! - a drain ends the connection; a registration the edge refuses for good stops it;
@@ -11,8 +15,17 @@
 //! - with `Auto`, QUIC is left for HTTP/2 (at a fresh address, backoff reset) as soon
 //!   as QUIC looks broken on this network (an idle timeout, a socket the system
 //!   refuses), or after as many QUIC attempts in a row failed to register as the
-//!   backoff's exponent cap (`--retries`). It stays on HTTP/2 from then on.
+//!   backoff's exponent cap (`--retries`). It stays on HTTP/2 from then on;
+//! - the address held is kept while the edge says `Same`; `Another` takes a new one
+//!   avoiding it (and keeps avoiding it until a transport switch); `Fresh` (the
+//!   switch to HTTP/2) gives every address back and takes a new one with nothing
+//!   avoided;
+//! - when the pool has no address to give, the connection waits on a backoff of its
+//!   own, which starts over once an address was had.
+//!
+//! Nothing here reads a clock: delays come out as durations the driver sleeps for.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::backoff::{Backoff, BackoffConfig};
@@ -72,7 +85,20 @@ pub enum Edge {
     Fresh,
 }
 
-/// What the driver does next.
+/// Where the next attempt dials, as [`Reconnect::target`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The address the connection holds.
+    Held(SocketAddr),
+    /// A new address from the pool of the transport to dial, other than `avoid`
+    /// when the pool has a choice; report it with [`Reconnect::acquired`].
+    Acquire {
+        /// The address to stay off.
+        avoid: Option<SocketAddr>,
+    },
+}
+
+/// What the driver does after an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
     /// Stop: drained.
@@ -83,7 +109,8 @@ pub enum Next {
     Retry {
         /// The transport to dial (changed when QUIC was given up for HTTP/2).
         dial: Dial,
-        /// Where.
+        /// Where; with [`Edge::Fresh`] the driver gives back every address the
+        /// connection holds, in the pools of both transports.
         edge: Edge,
         /// How long to wait first.
         delay: Duration,
@@ -102,9 +129,28 @@ pub struct Reconnect {
     quic_failures: u32,
     /// After this many, `Auto` falls back.
     fallback_after: u32,
+    /// The wait when the pool had no address to give.
+    no_addr: Backoff,
+    /// The address held; `None` when the next attempt needs a new one.
+    held: Option<SocketAddr>,
+    /// The address a new one should differ from.
+    avoid: Option<SocketAddr>,
 }
 
 impl Reconnect {
+    /// The state of connIndex `index` of a tunnel whose jitter is drawn from
+    /// `tunnel_seed`: each index gets a seed of its own, so HA connections that
+    /// fail together do not retry in step.
+    pub fn for_connection(
+        start: Start,
+        backoff: BackoffConfig,
+        tunnel_seed: u64,
+        index: u8,
+    ) -> Self {
+        let seed = tunnel_seed ^ u64::from(index + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Self::new(start, backoff, seed)
+    }
+
     /// The state before the first attempt, the backoff's jitter drawn from `seed`.
     pub fn new(start: Start, backoff: BackoffConfig, seed: u64) -> Self {
         Self {
@@ -116,7 +162,31 @@ impl Reconnect {
             backoff: Backoff::new(backoff, seed),
             quic_failures: 0,
             fallback_after: backoff.max_exponent.max(1),
+            no_addr: Backoff::new(backoff, seed.rotate_left(17)),
+            held: None,
+            avoid: None,
         }
+    }
+
+    /// Where the next attempt dials: the address held, or a new one.
+    pub fn target(&self) -> Target {
+        match self.held {
+            Some(addr) => Target::Held(addr),
+            None => Target::Acquire { avoid: self.avoid },
+        }
+    }
+
+    /// The pool gave `addr` for [`Target::Acquire`]: it is held from now on, and
+    /// the wait for an address starts over.
+    pub fn acquired(&mut self, addr: SocketAddr) {
+        self.no_addr.reset();
+        self.held = Some(addr);
+    }
+
+    /// The pool had no address for [`Target::Acquire`] (none free, discovery
+    /// failed): how long to wait before asking again.
+    pub fn acquire_failed(&mut self) -> Duration {
+        self.no_addr.next_delay()
     }
 
     /// The transport the next attempt dials.
@@ -152,8 +222,14 @@ impl Reconnect {
         let edge = if fall_back {
             self.dial = Dial::Http2;
             self.backoff.reset();
+            self.held = None;
+            self.avoid = None;
             Edge::Fresh
         } else if rotate {
+            // The address just dialled; kept when the attempt had none.
+            if let Some(addr) = self.held.take() {
+                self.avoid = Some(addr);
+            }
             Edge::Another
         } else {
             Edge::Same

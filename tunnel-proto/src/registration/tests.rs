@@ -204,7 +204,7 @@ fn out_of_bounds_pointer_names_the_field() {
         decode::<register_connection_results::Owned, _>(&buf, ConnectionResponse::read_results)
             .unwrap_err();
     assert!(
-        matches!(&err, Error::Capnp(problem) if problem.starts_with("ConnectionError.cause")),
+        matches!(&err, Error::Capnp { context: Some(c), .. } if c.starts_with("ConnectionError.cause")),
         "{err}"
     );
 }

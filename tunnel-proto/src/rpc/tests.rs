@@ -205,7 +205,7 @@ fn capability_outside_the_cap_table_is_an_error() {
         }),
         no_finish_needed: false,
     });
-    assert!(matches!(message.encode(), Err(Error::Capnp(_))));
+    assert!(matches!(message.encode(), Err(Error::CapnpLimit(_))));
 }
 
 #[test]

@@ -57,7 +57,10 @@ impl Message {
 }
 
 fn copy_failed(error: capnp::Error) -> Error {
-    Error::Capnp(format!("cannot copy a payload into a message: {error}"))
+    Error::Capnp {
+        context: Some("cannot copy a payload into a message"),
+        source: error,
+    }
 }
 
 impl Exception {
@@ -151,7 +154,7 @@ impl Payload {
             Content::Null => {}
             Content::Capability(index) => {
                 if *index as usize >= self.cap_table.len() {
-                    return Err(Error::Capnp(format!(
+                    return Err(Error::CapnpLimit(format!(
                         "capability {index} is outside a cap table of {}",
                         self.cap_table.len()
                     )));

@@ -30,12 +30,14 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until};
 
-use super::body::{InFlight, h2_send_all};
-use super::connection::{CLOSE_LINGER, Outcome, register_request};
+use super::attempt::{
+    self, CLOSE_LINGER, Outcome, close_control, flush_control, lost, register_request,
+};
+use super::body::InFlight;
 use super::control_loop::ControlLoop;
 use super::handler::TunnelHandler;
+use super::shared::Shared;
 use super::tls::H2_SERVER_NAME;
-use super::tunnel::Shared;
 use crate::proto::ControlClient;
 use crate::proto::http2::{StreamType, error_head};
 
@@ -63,9 +65,6 @@ pub(crate) async fn run(
     handler: &Rc<dyn TunnelHandler>,
     drain: &mut watch::Receiver<Option<Instant>>,
 ) -> Outcome {
-    if drain.borrow_and_update().is_some() {
-        return Outcome::Drained;
-    }
     let setup = async {
         let tcp = tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(addr))
             .await
@@ -100,12 +99,9 @@ pub(crate) async fn run(
             .map_err(|e| format!("http/2 handshake: {e}"))?;
         Ok::<_, String>((connection, local))
     };
-    let (connection, local) = tokio::select! {
-        result = setup => match result {
-            Ok(ok) => ok,
-            Err(reason) => return Outcome::Dial(reason),
-        },
-        _ = drain.changed() => return Outcome::Drained,
+    let (connection, local) = match attempt::dial(drain, setup).await {
+        Ok(dialled) => dialled,
+        Err(outcome) => return outcome,
     };
     tracing::debug!(conn_index = index, %addr, "http/2 connected");
     let (accepted_tx, accepted_rx) = mpsc::unbounded_channel();
@@ -135,7 +131,7 @@ pub(crate) async fn run(
 /// loop; sends GOAWAY when asked. Returns once the connection is closed.
 async fn drive<T>(
     mut connection: h2::server::Connection<T, Bytes>,
-    accepted: mpsc::UnboundedSender<Result<Accepted, String>>,
+    accepted: mpsc::UnboundedSender<Result<Accepted, h2::Error>>,
     mut goaway: oneshot::Receiver<()>,
 ) where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -151,7 +147,7 @@ async fn drive<T>(
                     }
                 }
                 Some(Err(e)) => {
-                    let _ = accepted.send(Err(e.to_string()));
+                    let _ = accepted.send(Err(e));
                     break;
                 }
                 None => break,
@@ -170,14 +166,6 @@ struct Control {
     send: h2::SendStream<Bytes>,
 }
 
-fn lost(registered: bool, reason: String) -> Outcome {
-    Outcome::Lost {
-        registered,
-        rotate: false,
-        reason,
-    }
-}
-
 /// Registration and the serving loop on an established connection.
 #[allow(clippy::too_many_arguments)]
 async fn serve(
@@ -188,7 +176,7 @@ async fn serve(
     attempts: u32,
     handler: &Rc<dyn TunnelHandler>,
     drain: &mut watch::Receiver<Option<Instant>>,
-    mut accepted: mpsc::UnboundedReceiver<Result<Accepted, String>>,
+    mut accepted: mpsc::UnboundedReceiver<Result<Accepted, h2::Error>>,
 ) -> Outcome {
     let config = &shared.config;
     let mut client = ControlClient::new(config.rpc_timeout);
@@ -202,15 +190,10 @@ async fn serve(
     let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let outcome = 'serve: loop {
         if let Some(ctrl) = control.as_mut() {
-            client.poll_transmit(&mut out);
-            if !out.is_empty() {
-                let bytes = Bytes::from(std::mem::take(&mut out));
-                if let Err(e) = h2_send_all(&mut ctrl.send, bytes, false).await {
-                    break 'serve lost(
-                        state.registered,
-                        format!("writing the control stream: {e}"),
-                    );
-                }
+            if let Some(outcome) =
+                flush_control(&mut client, &mut ctrl.send, &mut out, state.registered).await
+            {
+                break 'serve outcome;
             }
         }
         let rpc_deadline = client.poll_timeout().map(Instant::from_std);
@@ -219,25 +202,15 @@ async fn serve(
             data = std::future::poll_fn(|cx| match control.as_mut() {
                 Some(ctrl) => ctrl.recv.poll_data(cx),
                 None => std::task::Poll::Pending,
-            }), if reading => match data {
-                Some(Ok(bytes)) => {
-                    if let Some(ctrl) = control.as_mut() {
-                        let _ = ctrl.recv.flow_control().release_capacity(bytes.len());
-                    }
-                    if let Err(e) = client.handle_input(&bytes, Instant::now().into_std()) {
-                        break 'serve lost(state.registered, format!("control stream: {e}"));
-                    }
+            }), if reading => {
+                if let (Some(Ok(bytes)), Some(ctrl)) = (&data, control.as_mut()) {
+                    let _ = ctrl.recv.flow_control().release_capacity(bytes.len());
                 }
-                None | Some(Err(_)) if state.draining => state.ctrl_done = true,
-                None => break 'serve lost(
-                    state.registered,
-                    "the edge closed the control stream".to_owned(),
-                ),
-                Some(Err(e)) => break 'serve lost(
-                    state.registered,
-                    format!("reading the control stream: {e}"),
-                ),
-            },
+                let read = data.as_ref().map(|data| data.as_deref());
+                if let Some(outcome) = state.on_control_read(&mut client, read) {
+                    break 'serve outcome;
+                }
+            }
             () = sleep_until(control_deadline), if control.is_none() => {
                 break 'serve Outcome::Dial(format!(
                     "the edge opened no control stream within {CONTROL_STREAM_TIMEOUT:?}"
@@ -282,7 +255,7 @@ async fn serve(
                     tracing::debug!(conn_index = index, %reason, "edge closed the drained connection");
                     break 'serve Outcome::Drained;
                 }
-                Some(Err(reason)) => break 'serve lost(state.registered, reason),
+                Some(Err(reason)) => break 'serve lost(state.registered, reason.to_string()),
                 None if state.draining => break 'serve Outcome::Drained,
                 None => break 'serve lost(state.registered, "the edge closed the connection".to_owned()),
             },
@@ -296,17 +269,12 @@ async fn serve(
             break 'serve outcome;
         }
     };
-    // Close the RPC connection the way cloudflared does, then end the stream.
-    client.close();
-    client.poll_transmit(&mut out);
-    if let Some(mut ctrl) = control {
-        if !out.is_empty() {
-            let bytes = Bytes::from(out);
-            let _ =
-                tokio::time::timeout(CLOSE_LINGER, h2_send_all(&mut ctrl.send, bytes, false)).await;
-        }
-        let _ = ctrl.send.send_data(Bytes::new(), true);
-    }
+    close_control(
+        &mut client,
+        control.as_mut().map(|ctrl| &mut ctrl.send),
+        out,
+    )
+    .await;
     outcome
 }
 

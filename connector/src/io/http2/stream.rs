@@ -31,11 +31,34 @@ fn refuse(mut respond: SendResponse<Bytes>, reason: &str) {
     let _ = respond.send_response(error_head(), true);
 }
 
+/// Why an edge request's head cannot be given to the handler.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadHead {
+    /// A TCP stream with neither an authority nor a `Host`.
+    #[error("tcp stream without a destination")]
+    NoDestination,
+    /// A TCP destination that is not `ip:port`.
+    #[error("tcp destination {0:?} is not ip:port")]
+    TcpDestination(String, #[source] std::net::AddrParseError),
+    /// A TCP destination that makes no URI.
+    #[error("invalid tcp destination {0}")]
+    TcpUri(std::net::SocketAddr, #[source] http::uri::InvalidUri),
+    /// The `CONNECT` head of a TCP stream could not be built.
+    #[error("invalid tcp request: {0}")]
+    TcpRequest(#[source] http::Error),
+    /// The URI with the scheme and authority filled in is not valid.
+    #[error("invalid request uri: {0}")]
+    Uri(#[source] http::uri::InvalidUriParts),
+    /// The authority does not make a `Host` header.
+    #[error("invalid authority {0}")]
+    Authority(String, #[source] http::header::InvalidHeaderValue),
+}
+
 /// The request head the handler sees, or why it cannot be built.
 pub(super) fn request_parts(
     head: &http::request::Parts,
     kind: StreamType,
-) -> Result<http::request::Parts, String> {
+) -> Result<http::request::Parts, BadHead> {
     if kind == StreamType::Tcp {
         let authority = head
             .uri
@@ -47,19 +70,20 @@ pub(super) fn request_parts(
                     .and_then(|h| h.to_str().ok())
                     .map(str::to_owned)
             })
-            .ok_or("tcp stream without a destination")?;
-        let addr: std::net::SocketAddr = authority
-            .parse()
-            .map_err(|_| format!("tcp destination {authority:?} is not ip:port"))?;
+            .ok_or(BadHead::NoDestination)?;
+        let addr: std::net::SocketAddr = match authority.parse() {
+            Ok(addr) => addr,
+            Err(e) => return Err(BadHead::TcpDestination(authority, e)),
+        };
         let uri: Uri = addr
             .to_string()
             .parse()
-            .map_err(|_| format!("invalid tcp destination {addr}"))?;
+            .map_err(|e| BadHead::TcpUri(addr, e))?;
         let (mut parts, ()) = Request::builder()
             .method(Method::CONNECT)
             .uri(uri)
             .body(())
-            .map_err(|e| format!("invalid tcp request: {e}"))?
+            .map_err(BadHead::TcpRequest)?
             .into_parts();
         parts.headers = head.headers.clone();
         parts.headers.remove(TCP_SRC_HEADER);
@@ -80,11 +104,11 @@ pub(super) fn request_parts(
     if uri.path_and_query.is_none() {
         uri.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
     }
-    parts.uri = Uri::from_parts(uri).map_err(|e| format!("invalid request uri: {e}"))?;
+    parts.uri = Uri::from_parts(uri).map_err(BadHead::Uri)?;
     if !parts.headers.contains_key(HOST) {
         if let Some(authority) = head.uri.authority() {
             let value = HeaderValue::from_str(authority.as_str())
-                .map_err(|_| format!("invalid authority {authority}"))?;
+                .map_err(|e| BadHead::Authority(authority.to_string(), e))?;
             parts.headers.insert(HOST, value);
         }
     }
@@ -119,7 +143,7 @@ pub(super) async fn serve(
     let (head, recv) = request.into_parts();
     let parts = match request_parts(&head, kind) {
         Ok(parts) => parts,
-        Err(reason) => return refuse(respond, &reason),
+        Err(reason) => return refuse(respond, &reason.to_string()),
     };
     // An absolute URL, or `IP:port` for TCP, as `ConnectRequest.dest` would be.
     let dest = parts.uri.to_string();
