@@ -17,49 +17,31 @@
 //! since that address is how it holds the tunnel. Start at [`admit`].
 
 pub(crate) mod caps;
+mod seniority;
 pub(crate) mod tunnel_claims;
 
 use super::conditions::{Verdict, reason};
-use super::gateways::{ClassState, GatewayState};
-use super::{DataPlaneId, Options, PlaneRefusal, Proof};
-use crate::model::{Gateway, GatewayConfig, ObjectMeta, SecretObjectReference, TOKEN_KEY};
+use super::options::{Options, Proof};
+use super::state::{ClassState, Context, DataPlaneId, PlaneRefusal};
+use super::tunnels::{advertised_tunnel, read_token, tunnel_address};
+use crate::model::{Gateway, GatewayConfig, SecretObjectReference, TOKEN_KEY};
 use crate::store::{NamespacedName, Store};
-use culvert_router::parse_rfc3339;
 use culvert_tunnel_proto::{TunnelToken, Uuid};
+pub(crate) use seniority::Seniority;
 use std::collections::{BTreeMap, BTreeSet};
 use tunnel_claims::{Claim, Outcome};
 
-/// The order in which Gateways hold tunnels and slots: oldest first by creation
-/// time (as RFC 3339, an unreadable one counting as newest), then UID, then name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Seniority {
-    pub(crate) created: i64,
-    pub(crate) uid: String,
-    pub(crate) key: NamespacedName,
-}
-
-impl Seniority {
-    pub(crate) fn of(key: &NamespacedName, metadata: &ObjectMeta) -> Self {
-        Self {
-            created: metadata
-                .creation_timestamp
-                .as_deref()
-                .and_then(|t| parse_rfc3339(t).ok())
-                .unwrap_or(i64::MAX),
-            uid: metadata.uid.clone().unwrap_or_default(),
-            key: key.clone(),
-        }
-    }
-}
-
 /// Applies both admission rules to the Gateways asking for a dedicated plane:
 /// refuses those that may not have one and gives tunnel Gateways their address.
-pub(crate) fn admit(
-    store: &Store,
-    options: &Options,
-    classes: &BTreeMap<String, ClassState>,
-    states: &mut [GatewayState],
-) {
+pub(crate) fn admit(cx: &mut Context<'_>) {
+    let Context {
+        store,
+        options,
+        classes,
+        gateways: states,
+        ..
+    } = cx;
+    let (store, options) = (*store, *options);
     let asking: Vec<(usize, &Gateway, &ClassState)> = states
         .iter()
         .enumerate()
@@ -129,7 +111,7 @@ pub(crate) fn admit(
         match claim {
             Some((_, Outcome::Admit(tunnel))) if state.accepted.status => {
                 state.tunnel = Some(*tunnel);
-                state.addresses = vec![tunnel_claims::tunnel_address(*tunnel)];
+                state.addresses = vec![tunnel_address(*tunnel)];
                 state.address_problem = None;
                 state.address_pending = None;
                 // Its traffic arrives through the tunnel: no address to bind.
@@ -137,7 +119,7 @@ pub(crate) fn admit(
             }
             Some((claim, _)) if !state.accepted.status => {
                 if let Some(held) = claim.advertised {
-                    state.addresses = vec![tunnel_claims::tunnel_address(held)];
+                    state.addresses = vec![tunnel_address(held)];
                 }
             }
             _ => {}
@@ -161,7 +143,7 @@ fn claim(
     let advertised = gateway
         .status
         .as_ref()
-        .and_then(|s| tunnel_claims::advertised_tunnel(&s.addresses));
+        .and_then(|s| advertised_tunnel(&s.addresses));
     let token = match store.gateway_config(key.0.as_str(), gateway) {
         Some(config) => config_token(store, key, config)?,
         None => {
@@ -194,7 +176,7 @@ pub(crate) fn config_token(
     let tunnel = config.spec.tunnel.as_ref()?;
     Some(
         local_secret(key, &tunnel.token_ref)
-            .and_then(|name| tunnel_claims::read_token(store, &key.0, name, TOKEN_KEY)),
+            .and_then(|name| read_token(store, &key.0, name, TOKEN_KEY)),
     )
 }
 
@@ -224,7 +206,8 @@ fn local_secret<'r>(
 /// Marks the dedicated Gateways still served that share a tunnel with another
 /// dedicated Gateway (the class's shared plane does not count), so their routes say
 /// so.
-pub(crate) fn mark_shared(states: &mut [GatewayState]) {
+pub(crate) fn mark_shared(cx: &mut Context<'_>) {
+    let states = &mut cx.gateways;
     let mut by_tunnel: BTreeMap<Uuid, Vec<usize>> = BTreeMap::new();
     for (index, state) in states.iter().enumerate() {
         if let (Some(tunnel), Some(DataPlaneId::Dedicated(_))) = (state.tunnel, &state.plane) {
