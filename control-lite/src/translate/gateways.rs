@@ -14,7 +14,10 @@ use super::listeners;
 use super::options::{AddressError, Options};
 use super::references::{GatewayRefError, gateway_core_ref};
 use super::state::{ClassState, Context, DataPlaneId, GatewayState, ListenerState, Transport};
-use crate::model::{CULVERT_GROUP, Gateway, GatewayAddress, GatewayConfig};
+use crate::Error;
+use crate::model::{
+    CULVERT_GROUP, Gateway, GatewayAddress, GatewayConfig, HTTPS_REDIRECT_ANNOTATION,
+};
 use crate::store::{NamespacedName, Store};
 use culvert_router::config::BackendClientCertificate;
 use std::collections::BTreeMap;
@@ -70,7 +73,7 @@ fn gateway_state(
         Ok(code) => code,
         Err(why) => {
             if accepted.status {
-                accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+                accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why.to_string());
             }
             None
         }
@@ -216,17 +219,11 @@ fn local_ip(addresses: &[GatewayAddress], options: &Options) -> Option<IpAddr> {
         .filter(|ip| !ip.is_unspecified())
 }
 
-/// The Gateway annotation that turns the redirect on; its value is the status code.
-pub const HTTPS_REDIRECT_ANNOTATION: &str = "culvert.dev/https-redirect";
-
 /// The redirect a Gateway asks for: `Ok(None)` without the annotation, the status
 /// code with a valid one, and why not when the value is not `"301"` or `"308"` or the
 /// Gateway's data plane dials a tunnel, whose requests arrive on the first HTTP
 /// listener already terminated at the edge and would be redirected forever.
-fn https_redirect(
-    gateway: &Gateway,
-    config: Option<&GatewayConfig>,
-) -> Result<Option<u16>, String> {
+fn https_redirect(gateway: &Gateway, config: Option<&GatewayConfig>) -> Result<Option<u16>, Error> {
     let Some(value) = gateway.metadata.annotations.get(HTTPS_REDIRECT_ANNOTATION) else {
         return Ok(None);
     };
@@ -234,16 +231,13 @@ fn https_redirect(
         "301" => 301,
         "308" => 308,
         other => {
-            return Err(format!(
-                "annotation {HTTPS_REDIRECT_ANNOTATION}: {other:?} is not \"301\" or \"308\""
-            ));
+            return Err(Error::RedirectCode {
+                value: other.to_owned(),
+            });
         }
     };
     if config.is_some_and(|c| c.spec.tunnel.is_some()) {
-        return Err(format!(
-            "annotation {HTTPS_REDIRECT_ANNOTATION} cannot be used with a GatewayConfig \
-             tunnel: tunnel requests reach the HTTP listener already terminated at the edge"
-        ));
+        return Err(Error::RedirectWithTunnel);
     }
     Ok(Some(code))
 }

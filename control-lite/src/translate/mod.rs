@@ -52,14 +52,15 @@ mod state;
 mod status;
 mod tunnels;
 
+pub use crate::model::HTTPS_REDIRECT_ANNOTATION;
 pub use budget::{LISTENERS_PER_GATEWAY, LISTENERS_PER_PLANE};
-pub use gateways::HTTPS_REDIRECT_ANNOTATION;
 pub use options::{
     AddressAssigner, AddressError, ClaimChecker, FixedAddresses, NoClaimChecks, Options, Proof,
 };
 pub use state::{DataPlaneId, PlaneRefusal};
 pub use status::Translation;
 
+use crate::Error;
 use crate::model::GatewayAddress;
 use crate::store::{NamespacedName, Store};
 use culvert_tunnel_proto::TunnelToken;
@@ -73,7 +74,7 @@ pub fn read_tunnel_token(
     namespace: &str,
     name: &str,
     key: &str,
-) -> Result<TunnelToken, String> {
+) -> Result<TunnelToken, Error> {
     tunnels::read_token(store, namespace, name, key)
 }
 

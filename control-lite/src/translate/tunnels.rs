@@ -5,7 +5,8 @@
 //! (tunnel claims) and the crate's public token readers all read tokens here.
 
 use super::certificates::{SecretValueError, secret_value};
-use crate::model::{GatewayAddress, Secret, TUNNEL_TOKEN_LABEL};
+use crate::Error;
+use crate::model::GatewayAddress;
 use crate::store::Store;
 use culvert_tunnel_proto::{TunnelToken, Uuid};
 
@@ -31,41 +32,61 @@ pub(crate) fn advertised_tunnel(addresses: &[GatewayAddress]) -> Option<Uuid> {
 }
 
 /// The connector token in key `key` of Secret `namespace/name`, parsed and checked,
-/// or why it cannot be used. Messages name the Secret and key, never any of the
+/// or why it cannot be used. Errors name the Secret and key, never any of the
 /// token.
 pub(crate) fn read_token(
     store: &Store,
     namespace: &str,
     name: &str,
     key: &str,
-) -> Result<TunnelToken, String> {
-    let secret: &Secret = store
-        .secrets
-        .get(&(namespace.to_owned(), name.to_owned()))
-        .ok_or_else(|| {
-            format!(
-                "Secret {namespace}/{name} with the tunnel token not found (in a cluster it \
-                 needs the label {TUNNEL_TOKEN_LABEL})"
-            )
-        })?;
-    let bytes = secret_value(secret, key).map_err(|error| match error {
-        SecretValueError::Missing => format!("Secret {namespace}/{name} has no key {key:?}"),
-        SecretValueError::NotBase64 => {
-            format!("key {key:?} of Secret {namespace}/{name} is not base64")
+) -> Result<TunnelToken, Error> {
+    let (namespace, name, key) = (namespace.to_owned(), name.to_owned(), key.to_owned());
+    let Some(secret) = store.secrets.get(&(namespace.clone(), name.clone())) else {
+        return Err(Error::TokenSecretNotFound { namespace, name });
+    };
+    let bytes = match secret_value(secret, &key) {
+        Ok(bytes) => bytes,
+        Err(SecretValueError::Missing) => {
+            return Err(Error::TokenKeyMissing {
+                namespace,
+                name,
+                key,
+            });
         }
-    })?;
-    let text = std::str::from_utf8(&bytes)
-        .map_err(|_| format!("key {key:?} of Secret {namespace}/{name} is not text"))?;
+        Err(SecretValueError::NotBase64) => {
+            return Err(Error::TokenNotBase64 {
+                namespace,
+                name,
+                key,
+            });
+        }
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(Error::TokenNotText {
+            namespace,
+            name,
+            key,
+        });
+    };
     // The parser's messages name the layer or field at fault, never a value of the
     // secret (`tunnel-proto/src/error.rs`).
-    let token = TunnelToken::parse(text).map_err(|error| {
-        format!("key {key:?} of Secret {namespace}/{name} is not a connector token: {error}")
-    })?;
+    let token = match TunnelToken::parse(text) {
+        Ok(token) => token,
+        Err(source) => {
+            return Err(Error::TokenUnparsable {
+                namespace,
+                name,
+                key,
+                source,
+            });
+        }
+    };
     if token.account_tag.len() != 32 || !token.account_tag.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "the connector token in key {key:?} of Secret {namespace}/{name} names an \
-             account tag that is not a Cloudflare account ID"
-        ));
+        return Err(Error::TokenAccountTag {
+            namespace,
+            name,
+            key,
+        });
     }
     Ok(token)
 }

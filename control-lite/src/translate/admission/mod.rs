@@ -24,6 +24,7 @@ use super::conditions::{Verdict, reason};
 use super::options::{Options, Proof};
 use super::state::{ClassState, Context, DataPlaneId, PlaneRefusal};
 use super::tunnels::{advertised_tunnel, read_token, tunnel_address};
+use crate::Error;
 use crate::model::{Gateway, GatewayConfig, SecretObjectReference, TOKEN_KEY};
 use crate::store::{NamespacedName, Store};
 use culvert_tunnel_proto::{TunnelToken, Uuid};
@@ -148,7 +149,7 @@ fn claim(
         Some(config) => config_token(store, key, config)?,
         None => {
             advertised?;
-            Err("the GatewayConfig does not resolve".to_owned())
+            Err(Error::GatewayConfigUnresolved)
         }
     };
     let proof = match &token {
@@ -160,7 +161,10 @@ fn claim(
         seniority: Seniority::of(key, &gateway.metadata),
         deleting: gateway.metadata.deletion_timestamp.is_some(),
         share_across: class.allow_shared_tunnels,
-        tunnel: token.map(|t| t.tunnel_id),
+        // The claim carries the message its refusal will show.
+        tunnel: token
+            .map(|t| t.tunnel_id)
+            .map_err(|error| error.to_string()),
         advertised,
         proof,
     })
@@ -172,7 +176,7 @@ pub(crate) fn config_token(
     store: &Store,
     key: &NamespacedName,
     config: &GatewayConfig,
-) -> Option<Result<TunnelToken, String>> {
+) -> Option<Result<TunnelToken, Error>> {
     let tunnel = config.spec.tunnel.as_ref()?;
     Some(
         local_secret(key, &tunnel.token_ref)
@@ -186,19 +190,20 @@ pub(crate) fn config_token(
 fn local_secret<'r>(
     key: &NamespacedName,
     reference: &'r SecretObjectReference,
-) -> Result<&'r str, String> {
+) -> Result<&'r str, Error> {
     let group = reference.group.as_deref().unwrap_or("");
     let kind = reference.kind.as_deref().unwrap_or("Secret");
     if !group.is_empty() || kind != "Secret" {
-        return Err(format!(
-            "tunnel.tokenRef must name a core Secret, not {group}/{kind}"
-        ));
+        return Err(Error::TokenRefKind {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+        });
     }
     match reference.namespace.as_deref() {
-        Some(namespace) if namespace != key.0 => Err(format!(
-            "tunnel.tokenRef must name a Secret in the Gateway's namespace {}, not in {namespace}",
-            key.0
-        )),
+        Some(namespace) if namespace != key.0 => Err(Error::TokenRefNamespace {
+            gateway_namespace: key.0.clone(),
+            namespace: namespace.to_owned(),
+        }),
         _ => Ok(&reference.name),
     }
 }
