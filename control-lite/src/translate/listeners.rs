@@ -72,7 +72,7 @@ fn validate_one(
     {
         Ok(hostname) => hostname,
         Err(why) => {
-            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why.to_string());
             None
         }
     };
