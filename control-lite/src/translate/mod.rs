@@ -2,7 +2,7 @@
 //! `DataPlaneConfig` per data plane plus every status condition Culvert owns.
 //! Start at [`translate`], the one place that runs the stages.
 //!
-//! Each stage reads and refines the state in `state` (one [`Context`](state::Context)
+//! Each stage reads and refines the state in `state` (one `Context`
 //! handed from stage to stage) and imports only that layer, the helpers beside it
 //! and the stages before it. In order:
 //!
