@@ -34,6 +34,51 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// A configured hostname is not an RFC 1123 name or a `*.` wildcard of one
+    /// ([`HostPattern::parse`](crate::host::HostPattern::parse)).
+    #[error("hostname {text:?} {problem}")]
+    Hostname {
+        /// The hostname as written.
+        text: String,
+        /// What is wrong with it.
+        problem: HostnameProblem,
+    },
+}
+
+/// What is wrong with a configured hostname.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HostnameProblem {
+    /// No name at all.
+    Empty,
+    /// Longer than 253 characters.
+    TooLong,
+    /// Two dots in a row, or a dot at either end.
+    EmptyLabel,
+    /// A label longer than 63 characters.
+    LabelTooLong,
+    /// A character other than a letter, a digit, `-` or `.`.
+    Character,
+    /// A label that starts or ends with `-`.
+    Hyphen,
+    /// An IPv4 address, which is not a hostname.
+    IpAddress,
+}
+
+impl fmt::Display for HostnameProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Empty => "is empty",
+            Self::TooLong => "is longer than 253 characters",
+            Self::EmptyLabel => "has an empty label",
+            Self::LabelTooLong => "has a label longer than 63 characters",
+            Self::Character => {
+                "may hold only letters, digits, '-' and '.' (write IDNs in punycode)"
+            }
+            Self::Hyphen => "has a label that starts or ends with '-'",
+            Self::IpAddress => "is an IP address, not a hostname",
+        })
+    }
 }
 
 /// The place in a config an error refers to: route kind, namespace/name, and

@@ -26,7 +26,7 @@ pub mod uri_bytes;
 
 pub use config::DataPlaneConfig;
 pub use duration::parse_duration;
-pub use error::{Error, Origin};
+pub use error::{Error, HostnameProblem, Origin};
 pub use regex::RegexLimits;
 pub use timestamp::parse_rfc3339;
 mod table;

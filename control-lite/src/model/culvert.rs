@@ -94,6 +94,10 @@ pub const TOKEN_KEY: &str = "token";
 /// `kubernetes.io/tls`.
 pub const TUNNEL_TOKEN_LABEL: &str = "culvert.dev/tunnel-token";
 
+/// The Gateway annotation that turns on the HTTPS redirect of its HTTP listeners;
+/// its value is the status code, `"301"` or `"308"`.
+pub const HTTPS_REDIRECT_ANNOTATION: &str = "culvert.dev/https-redirect";
+
 /// A `GatewayConfig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayConfig {

@@ -17,8 +17,8 @@ mod route;
 
 pub use culvert::{
     Autoscaling, ClassTunnel, DEFAULT_SHARED_REPLICAS, GROUP as CULVERT_GROUP, GatewayClassConfig,
-    GatewayClassConfigSpec, GatewayConfig, GatewayConfigSpec, SecretKeyReference, SharedPlane,
-    TOKEN_KEY, TUNNEL_TOKEN_LABEL, TunnelConfig,
+    GatewayClassConfigSpec, GatewayConfig, GatewayConfigSpec, HTTPS_REDIRECT_ANNOTATION,
+    SecretKeyReference, SharedPlane, TOKEN_KEY, TUNNEL_TOKEN_LABEL, TunnelConfig,
 };
 pub use gateway::{
     AdvertisedStatus, AllowedListeners, AllowedRoutes, FrontendTls, FrontendTlsConfig,

@@ -1,9 +1,11 @@
-//! Route attachment: for each `parentRef` of a route, which listeners of which
-//! Gateway accept it (sectionName, port, protocol and kind, namespaces, hostnames),
-//! and the reason when none does.
+//! The third stage, route attachment: for each `parentRef` of a route, which
+//! listeners of which Gateway accept it (sectionName, port, protocol and kind,
+//! namespaces, hostnames), and the reason when none does. Routes of every kind
+//! attach here (`routes` for the kinds Culvert serves, `l4_routes` for those it
+//! refuses). Start at [`attach`].
 
 use super::conditions::{Verdict, reason};
-use super::gateways::GatewayState;
+use super::state::{GatewayState, ParentOutcome};
 use crate::model::{GATEWAY_GROUP, ParentReference};
 use crate::store::{NamespacedName, Store};
 use culvert_router::host::HostPattern;
@@ -15,26 +17,6 @@ pub(crate) struct RouteView<'a> {
     pub(crate) namespace: &'a str,
     pub(crate) parent_refs: &'a [ParentReference],
     pub(crate) hostnames: &'a [HostPattern],
-}
-
-/// The outcome for one parentRef of a Gateway Culvert owns.
-pub(crate) struct ParentOutcome {
-    pub(crate) parent_ref: ParentReference,
-    /// Index into the gateway states.
-    pub(crate) gateway: usize,
-    pub(crate) accepted: Verdict,
-    /// Indexes of the listeners that accept the route.
-    pub(crate) listeners: Vec<usize>,
-}
-
-/// The position of each Gateway among `gateways`, by namespace and name: how a
-/// `parentRef` finds its Gateway.
-pub(crate) fn index(gateways: &[GatewayState]) -> BTreeMap<NamespacedName, usize> {
-    gateways
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.key.clone(), i))
-        .collect()
 }
 
 /// Attaches a route to its parents. Parents that are not Gateways Culvert owns get no

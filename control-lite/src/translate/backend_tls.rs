@@ -1,4 +1,4 @@
-//! TLS to backends: BackendTLSPolicy and Gateway `spec.tls.backend`.
+//! TLS to backends: BackendTLSPolicy, part of the routes stage.
 //!
 //! A policy targets Services of its own namespace, each whole or one port by name
 //! (`sectionName`). For a Service port, the policies naming that port apply, else
@@ -13,32 +13,26 @@
 //!
 //! The status of a policy has one entry per Gateway whose accepted routes send
 //! traffic to a Service it targets (its "ancestors"), with `Accepted` and
-//! `ResolvedRefs`.
+//! `ResolvedRefs`; the stage that writes status asks for it ([`statuses`]).
 //!
-//! A Gateway's `spec.tls.backend.clientCertificateRef` names the `kubernetes.io/tls`
-//! Secret whose certificate it shows to backends over TLS; a reference that cannot
-//! be used sets the Gateway's `ResolvedRefs` to false (`InvalidClientCertificateRef`
-//! or `RefNotPermitted`) and backends then get no client certificate.
+//! The client certificate a Gateway shows backends (`spec.tls.backend`) is a
+//! parameter of the Gateway, read by the gateways stage; `planes` puts it on the
+//! backends of that Gateway's routes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use culvert_router::config::{BackendClientCertificate, BackendTlsConfig};
+use culvert_router::config::BackendTlsConfig;
 use rustls_pki_types::ServerName;
 
-use super::certificates::tls_pair;
 use super::client_validation::{join_bundles, read_ca_bundle};
 use super::conditions::{ACCEPTED, RESOLVED_REFS, Verdict, reason};
-use super::gateways::GatewayState;
-use super::planes::RouteState;
-use super::references::{GatewayRefError, gateway_core_ref};
+use super::state::{GatewayState, RouteState};
 use crate::model::{
-    BackendTlsPolicy, GATEWAY_GROUP, Gateway, ParentReference, PolicyAncestorStatus, PolicyStatus,
+    BackendTlsPolicy, GATEWAY_GROUP, ParentReference, PolicyAncestorStatus, PolicyStatus,
     ServicePort,
 };
 use crate::store::{NamespacedName, Store};
 
-/// `ResolvedRefs` reason of an unusable `spec.tls.backend.clientCertificateRef`.
-const INVALID_CLIENT_CERTIFICATE_REF: &str = "InvalidClientCertificateRef";
 /// `Accepted` reason of a policy another one beats for the same target.
 const CONFLICTED: &str = "Conflicted";
 /// `Accepted` reason of a policy naming no Service that exists.
@@ -308,60 +302,4 @@ pub(crate) fn statuses(
         out.insert(key.clone(), PolicyStatus { ancestors });
     }
     out
-}
-
-/// The client certificate `gateway` shows backends over TLS, and its `ResolvedRefs`
-/// verdict when it names one (`None` when `spec.tls.backend` names none).
-pub(crate) fn client_certificate(
-    store: &Store,
-    gateway: &Gateway,
-) -> (Option<BackendClientCertificate>, Option<Verdict>) {
-    let Some(reference) = gateway
-        .spec
-        .tls
-        .as_ref()
-        .and_then(|tls| tls.backend.as_ref())
-        .and_then(|backend| backend.client_certificate_ref.as_ref())
-    else {
-        return (None, None);
-    };
-    let invalid = |why: String| (None, Some(Verdict::no(INVALID_CLIENT_CERTIFICATE_REF, why)));
-    let namespace = match gateway_core_ref(store, gateway.metadata.namespace(), reference, "Secret")
-    {
-        Ok(namespace) => namespace,
-        Err(GatewayRefError::Kind { group, kind }) => {
-            return invalid(format!(
-                "clientCertificateRef {group:?}/{kind} {:?} is not a core Secret",
-                reference.name
-            ));
-        }
-        Err(GatewayRefError::NotPermitted { namespace }) => {
-            return (
-                None,
-                Some(Verdict::no(
-                    reason::REF_NOT_PERMITTED,
-                    format!(
-                        "no ReferenceGrant allows Secret {namespace}/{}",
-                        reference.name
-                    ),
-                )),
-            );
-        }
-    };
-    let Some(secret) = store
-        .secrets
-        .get(&(namespace.to_owned(), reference.name.clone()))
-    else {
-        return invalid(format!("Secret {namespace}/{} not found", reference.name));
-    };
-    match tls_pair(secret) {
-        Ok(pair) => (
-            Some(BackendClientCertificate {
-                certificate_pem: pair.chain,
-                private_key_pem: pair.key,
-            }),
-            Some(Verdict::yes(reason::RESOLVED_REFS)),
-        ),
-        Err(why) => invalid(format!("Secret {namespace}/{}: {why}", reference.name)),
-    }
 }

@@ -14,9 +14,8 @@
 //!   many did not fit (`ListenersNotValid`, still `Accepted=True` while one of its
 //!   listeners serves), and every listener that fits keeps serving.
 
-use super::DataPlaneId;
 use super::conditions::{Verdict, reason};
-use super::gateways::GatewayState;
+use super::state::{Context, DataPlaneId, GatewayState};
 use std::collections::BTreeMap;
 
 /// Most listeners one Gateway may have: Gateway API's `maxItems` for both
@@ -32,9 +31,16 @@ pub const LISTENERS_PER_GATEWAY: usize = 64;
 /// manifests source, `--kubernetes`) holds at most this many per plane.
 pub const LISTENERS_PER_PLANE: usize = 1024;
 
+/// Refuses every Gateway with more listeners than Gateway API allows.
+pub(crate) fn refuse_oversized(cx: &mut Context<'_>) {
+    for gateway in &mut cx.gateways {
+        refuse_if_oversized(gateway);
+    }
+}
+
 /// Refuses a Gateway with more listeners than Gateway API allows; it then claims no
 /// socket and is served nowhere.
-pub(crate) fn refuse_oversized(gateway: &mut GatewayState) {
+fn refuse_if_oversized(gateway: &mut GatewayState) {
     let count = gateway.listeners.len();
     if count <= LISTENERS_PER_GATEWAY {
         return;
@@ -54,9 +60,9 @@ pub(crate) fn refuse_oversized(gateway: &mut GatewayState) {
 
 /// Fits the listeners the served Gateways send to their planes into the planes'
 /// budgets, in the order of `gateways` (oldest first), refusing those past it.
-pub(crate) fn fit_planes(gateways: &mut [GatewayState]) {
+pub(crate) fn fit_planes(cx: &mut Context<'_>) {
     let mut used: BTreeMap<DataPlaneId, usize> = BTreeMap::new();
-    for gateway in gateways.iter_mut() {
+    for gateway in &mut cx.gateways {
         let Some(plane) = gateway.plane.clone() else {
             continue;
         };

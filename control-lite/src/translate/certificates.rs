@@ -4,6 +4,7 @@
 //! config, which is self-contained. [`secret_value`] is the one reader of a Secret's
 //! values, for tunnel tokens too (`tunnel_claims`).
 
+use crate::Error;
 use crate::model::Secret;
 use base64::Engine as _;
 use rustls_pki_types::pem::PemObject;
@@ -40,35 +41,36 @@ pub(crate) fn secret_value(secret: &Secret, key: &str) -> Result<Vec<u8>, Secret
 }
 
 /// Why a Secret cannot serve as a listener certificate.
-pub(crate) fn check_tls_secret(secret: &Secret) -> Result<(), String> {
+pub(crate) fn check_tls_secret(secret: &Secret) -> Result<(), Error> {
     tls_pair(secret).map(drop)
 }
 
 /// The certificate chain and key of a `kubernetes.io/tls` Secret, checked.
-pub(crate) fn tls_pair(secret: &Secret) -> Result<TlsPair, String> {
+pub(crate) fn tls_pair(secret: &Secret) -> Result<TlsPair, Error> {
     if let Some(kind) = secret.kind.as_deref() {
         if kind != "kubernetes.io/tls" {
-            return Err(format!("secret type is {kind:?}, not kubernetes.io/tls"));
+            return Err(Error::SecretType {
+                kind: kind.to_owned(),
+            });
         }
     }
-    let field = |key: &str| -> Result<Vec<u8>, String> {
+    let field = |key: &'static str| {
         secret_value(secret, key).map_err(|error| match error {
-            SecretValueError::Missing => format!("secret has no {key}"),
-            SecretValueError::NotBase64 => format!("{key} is not base64"),
+            SecretValueError::Missing => Error::SecretKeyMissing { key },
+            SecretValueError::NotBase64 => Error::SecretNotBase64 { key },
         })
     };
     let chain = field("tls.crt")?;
     let key = field("tls.key")?;
     let certificates: Vec<_> = CertificateDer::pem_slice_iter(&chain)
         .collect::<Result<_, _>>()
-        .map_err(|error| format!("tls.crt is not PEM: {error}"))?;
+        .map_err(|source| Error::CertificateNotPem { source })?;
     if certificates.is_empty() {
-        return Err("tls.crt holds no PEM certificate".to_owned());
+        return Err(Error::NoCertificate);
     }
-    PrivateKeyDer::from_pem_slice(&key)
-        .map_err(|error| format!("tls.key holds no PEM private key: {error}"))?;
-    let text = |bytes: Vec<u8>, key: &str| {
-        String::from_utf8(bytes).map_err(|_| format!("{key} is not UTF-8 text"))
+    PrivateKeyDer::from_pem_slice(&key).map_err(|source| Error::KeyNotPem { source })?;
+    let text = |bytes: Vec<u8>, key: &'static str| {
+        String::from_utf8(bytes).map_err(|_| Error::SecretNotText { key })
     };
     Ok(TlsPair {
         chain: text(chain, "tls.crt")?,

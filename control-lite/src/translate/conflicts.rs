@@ -1,16 +1,22 @@
-//! Cross-namespace hostname conflicts: when routes from different namespaces claim
+//! The fifth stage, cross-namespace hostname conflicts: when routes from different namespaces claim
 //! the same hostname on one listener, the route from a privileged namespace wins,
 //! then the oldest, then the first by namespace/name. Routes in the winner's
 //! namespace share the hostname as usual; the others lose that listener and, when
 //! none is left, get `Accepted=False / HostnameConflict` naming the winner.
 
 use super::conditions::{Verdict, reason};
-use super::gateways::GatewayState;
-use super::planes::RouteState;
+use super::state::{Context, RouteState};
 use std::collections::BTreeMap;
 
-/// Resolves conflicts in place.
-pub(crate) fn resolve(routes: &mut [RouteState], gateways: &[GatewayState], privileged: &[String]) {
+/// Resolves conflicts in place. Privileged namespaces are those every class of ours
+/// names (`Options` and each `GatewayClassConfig`).
+pub(crate) fn resolve(cx: &mut Context<'_>) {
+    let privileged: Vec<String> = cx
+        .classes
+        .values()
+        .flat_map(|c| c.privileged_prefixes.iter().cloned())
+        .collect();
+    let (routes, gateways) = (&mut cx.routes, &cx.gateways);
     // (gateway, listener, hostname) -> claiming (route index, parent index).
     let mut claims: BTreeMap<(usize, usize, String), Vec<(usize, usize)>> = BTreeMap::new();
     for (route_index, route) in routes.iter().enumerate() {

@@ -1,216 +1,50 @@
-//! GatewayClasses and Gateways: which belong to Culvert, their parameters, addresses
-//! and listeners, and which data plane serves each (within the listener budgets of
-//! `budget`, and for dedicated planes the tunnel claims and caps of `admission`).
+//! The second stage: the Gateways of Culvert's classes, each validated on its own
+//! (class, parameters, unsupported fields, addresses, listeners, the HTTPS redirect
+//! it asks for, the client certificate it shows backends) and put in the order they
+//! hold sockets, slots and tunnels: oldest first. `translate` then runs the steps
+//! that weigh Gateways against each other, in order: listener budgets (`budget`),
+//! admission of dedicated planes (`admission`), sockets of shared planes
+//! ([`resolve_shared_plane_conflicts`]), the verdict of their listeners
+//! ([`judge_listeners`]), the plane budgets, and [`withdraw_unserved`].
 
-use super::admission::{self, tunnel_claims};
-use super::backend_tls;
-use super::budget;
+use super::certificates::tls_pair;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
-use super::listeners::{self, ListenerState, Transport};
-use super::redirect;
-use super::{AddressError, DataPlaneId, Options, PlaneRefusal};
+use super::listeners;
+use super::options::{AddressError, Options};
+use super::references::{GatewayRefError, gateway_core_ref};
+use super::state::{ClassState, Context, DataPlaneId, GatewayState, ListenerState, Transport};
+use crate::Error;
 use crate::model::{
-    CULVERT_GROUP, Gateway, GatewayAddress, GatewayClass, GatewayClassConfig, TOKEN_KEY,
+    CULVERT_GROUP, Gateway, GatewayAddress, GatewayConfig, HTTPS_REDIRECT_ANNOTATION,
 };
 use crate::store::{NamespacedName, Store};
 use culvert_router::config::BackendClientCertificate;
-use culvert_tunnel_proto::Uuid;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-/// A GatewayClass Culvert owns, and its verdict.
-pub(crate) struct ClassState {
-    pub(crate) generation: i64,
-    pub(crate) accepted: Verdict,
-    pub(crate) privileged_prefixes: Vec<String>,
-    /// Gateways of different namespaces may share a tunnel (`allowSharedTunnels`).
-    pub(crate) allow_shared_tunnels: bool,
-    /// Most dedicated planes per namespace (`maxDataPlanesPerNamespace`).
-    pub(crate) max_data_planes: Option<u32>,
-    /// The tunnel the class's shared plane serves, which no Gateway may claim.
-    pub(crate) tunnel: Option<Uuid>,
-}
+/// `ResolvedRefs` reason of an unusable `spec.tls.backend.clientCertificateRef`.
+const INVALID_CLIENT_CERTIFICATE_REF: &str = "InvalidClientCertificateRef";
 
-/// Validates the classes whose controller is ours.
-pub(crate) fn classes(store: &Store, options: &Options) -> BTreeMap<String, ClassState> {
-    store
-        .gateway_classes
-        .iter()
-        .filter(|(_, class)| class.spec.controller_name == options.controller_name)
-        .map(|(name, class)| (name.clone(), class_state(store, class, options)))
-        .collect()
-}
-
-fn class_state(store: &Store, class: &GatewayClass, options: &Options) -> ClassState {
-    let mut state = ClassState {
-        generation: class.metadata.generation(),
-        accepted: Verdict::yes(reason::ACCEPTED),
-        privileged_prefixes: options.privileged_namespace_prefixes.clone(),
-        allow_shared_tunnels: false,
-        max_data_planes: None,
-        tunnel: None,
-    };
-    state.accepted = match &class.spec.parameters_ref {
-        None => Verdict::yes(reason::ACCEPTED),
-        Some(reference)
-            if reference.group == CULVERT_GROUP && reference.kind == "GatewayClassConfig" =>
-        {
-            match store.gateway_class_configs.get(&reference.name) {
-                Some(config) => apply_class_config(store, config, &mut state),
-                None => Verdict::no(
-                    reason::INVALID_PARAMETERS,
-                    format!("GatewayClassConfig {:?} not found", reference.name),
-                ),
-            }
-        }
-        Some(reference) => Verdict::no(
-            reason::INVALID_PARAMETERS,
-            format!(
-                "parametersRef must be a {CULVERT_GROUP} GatewayClassConfig, not {}/{}",
-                reference.group, reference.kind
-            ),
-        ),
-    };
-    state
-}
-
-/// Takes a GatewayClassConfig's policy into the class. A class tunnel whose token
-/// cannot be read refuses the class: the tunnel could not be defended against
-/// claims, so the class fails closed until the operator fixes it.
-fn apply_class_config(
-    store: &Store,
-    config: &GatewayClassConfig,
-    state: &mut ClassState,
-) -> Verdict {
-    let spec = &config.spec;
-    state
-        .privileged_prefixes
-        .extend(spec.privileged_namespace_prefixes.iter().cloned());
-    state.allow_shared_tunnels = spec.allow_shared_tunnels;
-    state.max_data_planes = spec.max_data_planes_per_namespace;
-    let Some(tunnel) = &spec.tunnel else {
-        return Verdict::yes(reason::ACCEPTED);
-    };
-    let reference = &tunnel.token_ref;
-    let key = reference.key.as_deref().unwrap_or(TOKEN_KEY);
-    match tunnel_claims::read_token(store, &reference.namespace, &reference.name, key) {
-        Ok(token) => {
-            state.tunnel = Some(token.tunnel_id);
-            Verdict::yes(reason::ACCEPTED)
-        }
-        Err(why) => Verdict::no(
-            reason::INVALID_PARAMETERS,
-            format!("the class tunnel cannot be read: {why}"),
-        ),
-    }
-}
-
-/// A Gateway Culvert owns, after validation.
-pub(crate) struct GatewayState {
-    pub(crate) key: NamespacedName,
-    pub(crate) generation: i64,
-    pub(crate) creation_timestamp: String,
-    pub(crate) accepted: Verdict,
-    pub(crate) addresses: Vec<GatewayAddress>,
-    /// Why the requested addresses cannot be programmed, when they cannot.
-    pub(crate) address_problem: Option<String>,
-    /// What its address waits for (a load balancer being provisioned): it keeps
-    /// its plane, since the plane is what gets the address.
-    pub(crate) address_pending: Option<String>,
-    /// The address its listeners bind, when the address is an IP.
-    pub(crate) local_ip: Option<IpAddr>,
-    pub(crate) listeners: Vec<ListenerState>,
-    /// A port lets clients without a valid certificate through
-    /// (`InsecureFrontendValidationMode`).
-    pub(crate) insecure_frontend_validation: bool,
-    /// `None` when the Gateway is not accepted and so not served.
-    pub(crate) plane: Option<DataPlaneId>,
-    /// What its routes' parents say when admission refused it (`admission`).
-    pub(crate) parent_refusal: Option<Verdict>,
-    /// Which admission rule refused its dedicated plane.
-    pub(crate) refused_plane: Option<PlaneRefusal>,
-    /// The tunnel its dedicated plane serves, once admitted.
-    pub(crate) tunnel: Option<Uuid>,
-    /// Set when its tunnel is shared with other dedicated Gateways (`TunnelShared`).
-    pub(crate) tunnel_shared: Option<Verdict>,
-    /// The status code of the HTTPS redirect it asks for (`redirect`).
-    pub(crate) https_redirect: Option<u16>,
-    /// The client certificate it shows backends over TLS (`spec.tls.backend`).
-    pub(crate) backend_client_certificate: Option<BackendClientCertificate>,
-    /// The Gateway-level `ResolvedRefs`, when `spec.tls.backend` names a certificate.
-    pub(crate) resolved_refs: Option<Verdict>,
-}
-
-impl GatewayState {
-    /// The Gateway-level `Programmed` verdict.
-    pub(crate) fn programmed(&self) -> Verdict {
-        if !self.accepted.status {
-            Verdict::no(reason::INVALID, "gateway is not accepted")
-        } else if let Some(problem) = &self.address_problem {
-            Verdict::no(reason::ADDRESS_NOT_USABLE, problem.clone())
-        } else if let Some(pending) = &self.address_pending {
-            Verdict::no(reason::ADDRESS_NOT_ASSIGNED, pending.clone())
-        } else if self.addresses.is_empty() {
-            Verdict::no(reason::ADDRESS_NOT_USABLE, "no address could be assigned")
-        } else {
-            Verdict::yes(reason::PROGRAMMED)
-        }
-    }
-
-    /// The name a listener has in the data-plane config.
-    pub(crate) fn listener_id(&self, listener: &ListenerState) -> String {
-        format!("{}/{}/{}", self.key.0, self.key.1, listener.name)
-    }
-}
-
-/// Validates every Gateway of an accepted class of ours, oldest first.
-pub(crate) fn gateways(
-    store: &Store,
-    options: &Options,
-    classes: &BTreeMap<String, ClassState>,
-) -> Vec<GatewayState> {
+/// Validates every Gateway of a class of ours, oldest first (creation time, then
+/// namespace and name).
+pub(crate) fn validate(cx: &mut Context<'_>) {
+    let (store, options) = (cx.store, cx.options);
     let mut states: Vec<GatewayState> = store
         .gateways
         .iter()
-        .filter(|(_, gateway)| classes.contains_key(&gateway.spec.gateway_class_name))
-        .map(|(key, gateway)| {
-            let mut state = gateway_state(
-                store,
-                options,
-                key,
-                gateway,
-                &classes[&gateway.spec.gateway_class_name],
-            );
-            match redirect::policy(gateway, store.gateway_config(key.0.as_str(), gateway)) {
-                Ok(code) => state.https_redirect = code,
-                Err(why) if state.accepted.status => {
-                    state.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
-                }
-                Err(_) => {}
-            }
-            state
+        .filter_map(|(key, gateway)| {
+            let class = cx.classes.get(&gateway.spec.gateway_class_name)?;
+            Some(gateway_state(store, options, key, gateway, class))
         })
         .collect();
     states.sort_by(|a, b| (&a.creation_timestamp, &a.key).cmp(&(&b.creation_timestamp, &b.key)));
-    for state in &mut states {
-        budget::refuse_oversized(state);
-    }
-    admission::admit(store, options, classes, &mut states);
-    resolve_shared_plane_conflicts(&mut states);
-    for state in &mut states {
-        state.accepted = gateway_verdict(state.accepted.clone(), &state.listeners);
-    }
-    budget::fit_planes(&mut states);
-    for state in &mut states {
-        if !state.accepted.status || state.address_problem.is_some() {
-            state.plane = None;
-        }
-    }
-    admission::mark_shared(&mut states);
-    states
+    cx.gateways = states;
 }
 
+/// One Gateway, validated on its own. The first refusal found is the one its
+/// `Accepted` condition reports: its class, then its parameters, then unsupported
+/// fields, then its addresses, then the redirect annotation.
 fn gateway_state(
     store: &Store,
     options: &Options,
@@ -218,94 +52,32 @@ fn gateway_state(
     gateway: &Gateway,
     class: &ClassState,
 ) -> GatewayState {
-    let mut accepted = if class.accepted.status {
-        Verdict::yes(reason::ACCEPTED)
-    } else {
-        Verdict::no(
-            reason::INVALID_PARAMETERS,
-            format!(
-                "GatewayClass {} is not accepted",
-                gateway.spec.gateway_class_name
-            ),
-        )
+    let config = store.gateway_config(key.0.as_str(), gateway);
+    let mut accepted = class_verdict(gateway, class);
+    let plane = match plane(key, gateway, config) {
+        Ok(plane) => Some(plane),
+        Err(refusal) => {
+            accepted = refusal;
+            Some(DataPlaneId::Shared(gateway.spec.gateway_class_name.clone()))
+        }
     };
-    let mut plane = Some(DataPlaneId::Shared(gateway.spec.gateway_class_name.clone()));
-    if let Some(reference) = gateway
-        .spec
-        .infrastructure
-        .as_ref()
-        .and_then(|i| i.parameters_ref.as_ref())
-    {
-        if store.gateway_config(key.0.as_str(), gateway).is_some() {
-            plane = Some(DataPlaneId::Dedicated(key.clone()));
-        } else {
-            accepted = Verdict::no(
-                reason::INVALID_PARAMETERS,
-                format!(
-                    "infrastructure.parametersRef must name an existing {CULVERT_GROUP} GatewayConfig in {}, not {}/{} {:?}",
-                    key.0, reference.group, reference.kind, reference.name
-                ),
-            );
-        }
+    if let (Some(why), true) = (unsupported_field(gateway), accepted.status) {
+        accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
     }
-    if let Some(tls) = &gateway.spec.tls {
-        let unknown_backend = tls.backend.iter().flat_map(|backend| {
-            backend
-                .unknown
-                .keys()
-                .map(|field| format!("spec.tls.backend.{field}"))
-        });
-        let unsupported = tls
-            .unknown
-            .keys()
-            .map(|field| format!("spec.tls.{field}"))
-            .chain(unknown_backend)
-            .next()
-            .map(|field| format!("{field} is not supported"));
-        if let (Some(why), true) = (unsupported, accepted.status) {
-            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
-        }
+    let (backend_client_certificate, resolved_refs) = client_certificate(store, gateway);
+    let assigned = assign_addresses(store, options, key, gateway);
+    if let (Some(why), true) = (assigned.unsupported, accepted.status) {
+        accepted = Verdict::no(reason::UNSUPPORTED_ADDRESS, why);
     }
-    if let Some(field) = gateway.spec.unknown.keys().next() {
-        if accepted.status {
-            accepted = Verdict::no(
-                reason::UNSUPPORTED_VALUE,
-                format!("spec.{field} is not supported"),
-            );
-        }
-    }
-    let (backend_client_certificate, resolved_refs) =
-        backend_tls::client_certificate(store, gateway);
-    let mut address_problem = None;
-    let mut address_pending = None;
-    let addresses = match options
-        .addresses
-        .assign_from(store, key, &gateway.spec.addresses)
-    {
-        Ok(addresses) => addresses,
-        Err(AddressError::UnsupportedType(why)) => {
+    let https_redirect = match https_redirect(gateway, config) {
+        Ok(code) => code,
+        Err(why) => {
             if accepted.status {
-                accepted = Verdict::no(reason::UNSUPPORTED_ADDRESS, why);
+                accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why.to_string());
             }
-            Vec::new()
-        }
-        Err(AddressError::NotUsable(why)) => {
-            address_problem = Some(why);
-            Vec::new()
-        }
-        Err(AddressError::NotAssigned(why)) => {
-            address_pending = Some(why);
-            Vec::new()
+            None
         }
     };
-    let local_ip = addresses
-        .iter()
-        .filter(|_| options.addresses.binds())
-        .find(|a| a.kind.as_deref().is_none_or(|k| k == "IPAddress"))
-        .and_then(|a| a.value.as_deref())
-        .and_then(|v| v.parse::<IpAddr>().ok())
-        // An unspecified address means "every address": no per-address socket.
-        .filter(|ip| !ip.is_unspecified());
     GatewayState {
         key: key.clone(),
         generation: gateway.metadata.generation(),
@@ -315,10 +87,10 @@ fn gateway_state(
             .clone()
             .unwrap_or_default(),
         accepted,
-        addresses,
-        address_problem,
-        address_pending,
-        local_ip,
+        local_ip: local_ip(&assigned.addresses, options),
+        addresses: assigned.addresses,
+        address_problem: assigned.problem,
+        address_pending: assigned.pending,
         listeners: listeners::validate(gateway, store),
         insecure_frontend_validation: client_validation::insecure_fallback(gateway),
         plane,
@@ -326,13 +98,224 @@ fn gateway_state(
         refused_plane: None,
         tunnel: None,
         tunnel_shared: None,
-        https_redirect: None,
+        https_redirect,
         backend_client_certificate,
         resolved_refs,
     }
 }
 
-/// Gateway `Accepted`: an earlier refusal stands; otherwise valid listeners decide.
+/// `Accepted` as far as the Gateway's class decides it.
+fn class_verdict(gateway: &Gateway, class: &ClassState) -> Verdict {
+    if class.accepted.status {
+        Verdict::yes(reason::ACCEPTED)
+    } else {
+        Verdict::no(
+            reason::INVALID_PARAMETERS,
+            format!(
+                "GatewayClass {} is not accepted",
+                gateway.spec.gateway_class_name
+            ),
+        )
+    }
+}
+
+/// The data plane the Gateway asks for: its own when
+/// `infrastructure.parametersRef` names a GatewayConfig that exists, the class's
+/// shared one when it names none, and the refusal when it names one that does not
+/// resolve.
+fn plane(
+    key: &NamespacedName,
+    gateway: &Gateway,
+    config: Option<&GatewayConfig>,
+) -> Result<DataPlaneId, Verdict> {
+    let Some(reference) = gateway
+        .spec
+        .infrastructure
+        .as_ref()
+        .and_then(|i| i.parameters_ref.as_ref())
+    else {
+        return Ok(DataPlaneId::Shared(gateway.spec.gateway_class_name.clone()));
+    };
+    if config.is_some() {
+        return Ok(DataPlaneId::Dedicated(key.clone()));
+    }
+    Err(Verdict::no(
+        reason::INVALID_PARAMETERS,
+        format!(
+            "infrastructure.parametersRef must name an existing {CULVERT_GROUP} GatewayConfig in {}, not {}/{} {:?}",
+            key.0, reference.group, reference.kind, reference.name
+        ),
+    ))
+}
+
+/// The first field of the Gateway's spec Culvert does not know: in `spec.tls`, in
+/// `spec.tls.backend`, then in `spec`.
+fn unsupported_field(gateway: &Gateway) -> Option<String> {
+    let in_tls = gateway.spec.tls.as_ref().and_then(|tls| {
+        let unknown_backend = tls.backend.iter().flat_map(|backend| {
+            backend
+                .unknown
+                .keys()
+                .map(|field| format!("spec.tls.backend.{field}"))
+        });
+        tls.unknown
+            .keys()
+            .map(|field| format!("spec.tls.{field}"))
+            .chain(unknown_backend)
+            .next()
+    });
+    let field = in_tls.or_else(|| {
+        let field = gateway.spec.unknown.keys().next()?;
+        Some(format!("spec.{field}"))
+    })?;
+    Some(format!("{field} is not supported"))
+}
+
+/// The addresses a Gateway gets, and why it gets none.
+struct Assigned {
+    addresses: Vec<GatewayAddress>,
+    /// A requested address type Culvert does not support: the Gateway is refused.
+    unsupported: Option<String>,
+    /// Requested addresses that cannot be programmed.
+    problem: Option<String>,
+    /// What the address waits for.
+    pending: Option<String>,
+}
+
+fn assign_addresses(
+    store: &Store,
+    options: &Options,
+    key: &NamespacedName,
+    gateway: &Gateway,
+) -> Assigned {
+    let mut assigned = Assigned {
+        addresses: Vec::new(),
+        unsupported: None,
+        problem: None,
+        pending: None,
+    };
+    match options
+        .addresses
+        .assign_from(store, key, &gateway.spec.addresses)
+    {
+        Ok(addresses) => assigned.addresses = addresses,
+        Err(AddressError::UnsupportedType(why)) => assigned.unsupported = Some(why),
+        Err(AddressError::NotUsable(why)) => assigned.problem = Some(why),
+        Err(AddressError::NotAssigned(why)) => assigned.pending = Some(why),
+    }
+    assigned
+}
+
+/// The address the Gateway's listeners bind: its first IP address, when the
+/// assigner's addresses belong to this host.
+fn local_ip(addresses: &[GatewayAddress], options: &Options) -> Option<IpAddr> {
+    addresses
+        .iter()
+        .filter(|_| options.addresses.binds())
+        .find(|a| a.kind.as_deref().is_none_or(|k| k == "IPAddress"))
+        .and_then(|a| a.value.as_deref())
+        .and_then(|v| v.parse::<IpAddr>().ok())
+        // An unspecified address means "every address": no per-address socket.
+        .filter(|ip| !ip.is_unspecified())
+}
+
+/// The redirect a Gateway asks for: `Ok(None)` without the annotation, the status
+/// code with a valid one, and why not when the value is not `"301"` or `"308"` or the
+/// Gateway's data plane dials a tunnel, whose requests arrive on the first HTTP
+/// listener already terminated at the edge and would be redirected forever.
+fn https_redirect(gateway: &Gateway, config: Option<&GatewayConfig>) -> Result<Option<u16>, Error> {
+    let Some(value) = gateway.metadata.annotations.get(HTTPS_REDIRECT_ANNOTATION) else {
+        return Ok(None);
+    };
+    let code = match value.as_str() {
+        "301" => 301,
+        "308" => 308,
+        other => {
+            return Err(Error::RedirectCode {
+                value: other.to_owned(),
+            });
+        }
+    };
+    if config.is_some_and(|c| c.spec.tunnel.is_some()) {
+        return Err(Error::RedirectWithTunnel);
+    }
+    Ok(Some(code))
+}
+
+/// The client certificate `gateway` shows backends over TLS, and its `ResolvedRefs`
+/// verdict when it names one (`None` when `spec.tls.backend` names none).
+fn client_certificate(
+    store: &Store,
+    gateway: &Gateway,
+) -> (Option<BackendClientCertificate>, Option<Verdict>) {
+    let Some(reference) = gateway
+        .spec
+        .tls
+        .as_ref()
+        .and_then(|tls| tls.backend.as_ref())
+        .and_then(|backend| backend.client_certificate_ref.as_ref())
+    else {
+        return (None, None);
+    };
+    let invalid = |why: String| (None, Some(Verdict::no(INVALID_CLIENT_CERTIFICATE_REF, why)));
+    let namespace = match gateway_core_ref(store, gateway.metadata.namespace(), reference, "Secret")
+    {
+        Ok(namespace) => namespace,
+        Err(GatewayRefError::Kind { group, kind }) => {
+            return invalid(format!(
+                "clientCertificateRef {group:?}/{kind} {:?} is not a core Secret",
+                reference.name
+            ));
+        }
+        Err(GatewayRefError::NotPermitted { namespace }) => {
+            return (
+                None,
+                Some(Verdict::no(
+                    reason::REF_NOT_PERMITTED,
+                    format!(
+                        "no ReferenceGrant allows Secret {namespace}/{}",
+                        reference.name
+                    ),
+                )),
+            );
+        }
+    };
+    let Some(secret) = store
+        .secrets
+        .get(&(namespace.to_owned(), reference.name.clone()))
+    else {
+        return invalid(format!("Secret {namespace}/{} not found", reference.name));
+    };
+    match tls_pair(secret) {
+        Ok(pair) => (
+            Some(BackendClientCertificate {
+                certificate_pem: pair.chain,
+                private_key_pem: pair.key,
+            }),
+            Some(Verdict::yes(reason::RESOLVED_REFS)),
+        ),
+        Err(why) => invalid(format!("Secret {namespace}/{}: {why}", reference.name)),
+    }
+}
+
+/// Gateway `Accepted` once its listeners are judged: an earlier refusal stands;
+/// otherwise valid listeners decide.
+pub(crate) fn judge_listeners(cx: &mut Context<'_>) {
+    for state in &mut cx.gateways {
+        state.accepted = gateway_verdict(state.accepted.clone(), &state.listeners);
+    }
+}
+
+/// Takes the plane away from the Gateways that end up refused or without a usable
+/// address: they are served nowhere.
+pub(crate) fn withdraw_unserved(cx: &mut Context<'_>) {
+    for state in &mut cx.gateways {
+        if !state.accepted.status || state.address_problem.is_some() {
+            state.plane = None;
+        }
+    }
+}
+
 fn gateway_verdict(earlier: Verdict, listeners: &[ListenerState]) -> Verdict {
     if !earlier.status {
         return earlier;
@@ -358,7 +341,8 @@ type Claim = (Transport, Option<String>, String);
 
 /// Gateways sharing a data plane share its sockets: a listener that would take an
 /// address, port and hostname an older Gateway already serves is refused.
-fn resolve_shared_plane_conflicts(states: &mut [GatewayState]) {
+pub(crate) fn resolve_shared_plane_conflicts(cx: &mut Context<'_>) {
+    let states = &mut cx.gateways;
     let mut taken: BTreeMap<Socket, Vec<Claim>> = BTreeMap::new();
     for state in states.iter_mut() {
         let Some(plane) = state.plane.clone() else {

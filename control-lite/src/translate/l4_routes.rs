@@ -14,22 +14,19 @@
 //! enum value the implementation does not recognise, and the route's kind is not a
 //! value in the route.
 
-use super::attach::{RouteView, attach, index};
+use super::attach::{RouteView, attach};
 use super::conditions::{ACCEPTED, Verdict, reason};
-use super::gateways::GatewayState;
+use super::state::Context;
+use super::status::Translation;
 use crate::model::{ObjectKey, RouteParentStatus, RouteStatus};
-use crate::store::Store;
-use std::collections::BTreeMap;
 
-/// The status Culvert writes for every TCPRoute and UDPRoute with a parent of its
-/// own; routes of other controllers' Gateways get nothing.
-pub(crate) fn statuses(
-    store: &Store,
-    gateways: &[GatewayState],
-    controller_name: &str,
-) -> BTreeMap<ObjectKey, RouteStatus> {
-    let by_key = index(gateways);
-    let mut out = BTreeMap::new();
+/// Adds the status Culvert writes for every TCPRoute and UDPRoute with a parent of
+/// its own to `translation`; routes of other controllers' Gateways get nothing.
+pub(crate) fn report(cx: &Context<'_>, translation: &mut Translation) {
+    let (store, gateways) = (cx.store, &cx.gateways);
+    let controller_name = &cx.options.controller_name;
+    let by_key = cx.gateway_index();
+    let out = &mut translation.routes;
     for (kind, routes) in [
         ("TCPRoute", &store.tcp_routes),
         ("UDPRoute", &store.udp_routes),
@@ -60,7 +57,6 @@ pub(crate) fn statuses(
             }
         }
     }
-    out
 }
 
 /// Attachment's verdict, said in terms of the kind when it is about the listeners.

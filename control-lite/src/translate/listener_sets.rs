@@ -9,18 +9,18 @@
 //! `status.attachedListenerSets: 0`. A Gateway that neither admits nor is named by
 //! a set gets neither, as before ListenerSets existed.
 
-use super::attach::index;
 use super::conditions::{ACCEPTED, ATTACHED_LISTENER_SETS, PROGRAMMED, Verdict, reason};
-use super::gateways::GatewayState;
+use super::state::Context;
 use super::status::Translation;
 use crate::model::{GATEWAY_GROUP, ListenerSet, ListenerSetStatus};
-use crate::store::{NamespacedName, Store};
+use crate::store::NamespacedName;
 use std::collections::BTreeMap;
 
-/// Writes the status of every ListenerSet aimed at one of `gateways`, and what each
-/// of those Gateways says about ListenerSets, into `translation`.
-pub(crate) fn report(store: &Store, gateways: &[GatewayState], translation: &mut Translation) {
-    let by_key = index(gateways);
+/// Writes the status of every ListenerSet aimed at one of our Gateways, and what
+/// each of those Gateways says about ListenerSets, into `translation`.
+pub(crate) fn report(cx: &Context<'_>, translation: &mut Translation) {
+    let (store, gateways) = (cx.store, &cx.gateways);
+    let by_key = cx.gateway_index();
     let mut naming: BTreeMap<usize, usize> = BTreeMap::new();
     for (key, set) in &store.listener_sets {
         let Some(&gateway) = parent(key, set).and_then(|p| by_key.get(&p)) else {

@@ -1,170 +1,37 @@
-//! Listener validation: protocol support, conflicts between listeners of one
-//! Gateway, allowed route kinds and namespaces, and certificate references.
+//! Listener validation, part of the gateways stage: protocol support, conflicts
+//! between listeners of one Gateway, allowed route kinds and namespaces, certificate
+//! references and the `culvert.dev/acme` option. Start at [`validate`].
 
 use super::certificates::check_tls_secret;
 use super::client_validation;
 use super::conditions::{Verdict, reason};
 use super::references::{GatewayRefError, gateway_core_ref};
+use super::state::{ListenerState, NamespacePolicy, Transport};
 use crate::model::GATEWAY_GROUP;
-use crate::model::{Gateway, LabelSelector, Listener, RouteGroupKind};
+use crate::model::{Gateway, Listener, RouteGroupKind};
 use crate::store::Store;
-use culvert_router::config::{CertificateRef, ClientValidationConfig};
+use culvert_router::config::CertificateRef;
 use culvert_router::host::HostPattern;
 
-/// What a listener speaks, as far as Culvert is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Transport {
-    /// `HTTP`.
-    Http,
-    /// `HTTPS` (TLS terminated, then HTTP).
-    Https,
-    /// `TLS` with `mode: Passthrough`.
-    TlsPassthrough,
-    /// `TLS` with `mode: Terminate` (the default): TLS terminated, the stream
-    /// forwarded by TLSRoutes.
-    TlsTerminate,
-    /// Anything else.
-    Unsupported,
-}
-
-impl Transport {
-    fn of(listener: &Listener) -> Self {
-        match listener.protocol.as_str() {
-            "HTTP" => Self::Http,
-            "HTTPS" => Self::Https,
-            "TLS" => match listener.tls.as_ref().and_then(|t| t.mode.as_deref()) {
-                Some("Passthrough") => Self::TlsPassthrough,
-                _ => Self::TlsTerminate,
-            },
-            _ => Self::Unsupported,
-        }
-    }
-
-    /// Route kinds this transport can carry.
-    fn route_kinds(self) -> &'static [&'static str] {
-        match self {
-            Self::Http | Self::Https => &["HTTPRoute", "GRPCRoute"],
-            Self::TlsPassthrough | Self::TlsTerminate => &["TLSRoute"],
-            Self::Unsupported => &[],
-        }
-    }
-
-    /// Whether TLS is terminated by the data plane.
-    pub(crate) fn terminates(self) -> bool {
-        matches!(self, Self::Https | Self::TlsTerminate)
-    }
-
-    /// Whether two transports can share one port.
-    pub(crate) fn compatible(self, other: Self) -> bool {
-        match (self, other) {
-            (Self::Unsupported, _) | (_, Self::Unsupported) => true,
-            (Self::Http, Self::Http) => true,
-            (Self::Http, _) | (_, Self::Http) => false,
-            // The ClientHello's SNI picks among HTTPS, terminating and passthrough
-            // TLS listeners of one port before any TLS is done.
-            _ => true,
-        }
+/// What `listener` speaks.
+fn transport_of(listener: &Listener) -> Transport {
+    match listener.protocol.as_str() {
+        "HTTP" => Transport::Http,
+        "HTTPS" => Transport::Https,
+        "TLS" => match listener.tls.as_ref().and_then(|t| t.mode.as_deref()) {
+            Some("Passthrough") => Transport::TlsPassthrough,
+            _ => Transport::TlsTerminate,
+        },
+        _ => Transport::Unsupported,
     }
 }
 
-/// Which namespaces may attach routes to a listener.
-#[derive(Debug, Clone)]
-pub(crate) enum NamespacePolicy {
-    Same,
-    All,
-    Selector(LabelSelector),
-    /// An unknown `from` or a missing selector: nothing may attach.
-    None,
-}
-
-/// A validated listener and the status it will report.
-#[derive(Debug, Clone)]
-pub(crate) struct ListenerState {
-    pub(crate) name: String,
-    pub(crate) port: u16,
-    pub(crate) transport: Transport,
-    pub(crate) hostname: Option<HostPattern>,
-    pub(crate) supported_kinds: Vec<RouteGroupKind>,
-    pub(crate) namespaces: NamespacePolicy,
-    pub(crate) accepted: Verdict,
-    /// `status: true` means conflicted.
-    pub(crate) conflicted: Verdict,
-    pub(crate) resolved_refs: Verdict,
-    pub(crate) certificates: Vec<CertificateRef>,
-    /// Client certificate validation (Gateway `spec.tls.frontend`), if asked for.
-    pub(crate) client_validation: Option<ClientValidationConfig>,
-    /// The data plane obtains the certificate by ACME (`tls.options`
-    /// `culvert.dev/acme: "true"` on an `HTTPS` listener with an exact hostname).
-    pub(crate) acme: bool,
-    pub(crate) attached_routes: i32,
-}
-
-impl ListenerState {
-    /// Refuses the listener for a conflict with another one.
-    pub(crate) fn mark_conflicted(&mut self, why: &'static str, message: String) {
-        self.conflicted = Verdict {
-            status: true,
-            reason: why,
-            message: message.clone(),
-        };
-        self.refuse(why, message);
-    }
-
-    /// Refuses the listener: nothing attaches to it and the data plane does not
-    /// serve it.
-    pub(crate) fn refuse(&mut self, why: &'static str, message: String) {
-        self.accepted = Verdict::no(why, message);
-        self.supported_kinds.clear();
-    }
-
-    /// Whether routes may attach and the data plane serves this listener.
-    pub(crate) fn usable(&self) -> bool {
-        self.accepted.status
-    }
-
-    /// Whether the data plane gets this listener: accepted, and when it terminates
-    /// TLS, with a certificate to terminate with (an `HTTPS` listener whose
-    /// certificates did not resolve stays accepted but not programmed; sending it
-    /// would make the data plane refuse the whole config).
-    pub(crate) fn served(&self) -> bool {
-        self.usable()
-            && (!self.transport.terminates() || self.acme || !self.certificates.is_empty())
-    }
-
-    /// The `Programmed` verdict.
-    pub(crate) fn programmed(&self) -> Verdict {
-        if self.accepted.status && self.resolved_refs.status {
-            Verdict::yes(reason::PROGRAMMED)
-        } else {
-            Verdict::no(
-                reason::INVALID,
-                "listener is not accepted or has unresolved references",
-            )
-        }
-    }
-
-    /// Whether `kind` may attach.
-    pub(crate) fn allows_kind(&self, kind: &str) -> bool {
-        self.supported_kinds.iter().any(|k| k.kind == kind)
-    }
-
-    /// Whether a route in `namespace` may attach to this listener of a Gateway in
-    /// `gateway_namespace`.
-    pub(crate) fn allows_namespace(
-        &self,
-        store: &Store,
-        gateway_namespace: &str,
-        namespace: &str,
-    ) -> bool {
-        match &self.namespaces {
-            NamespacePolicy::Same => namespace == gateway_namespace,
-            NamespacePolicy::All => true,
-            NamespacePolicy::Selector(selector) => store
-                .namespaces
-                .get(namespace)
-                .is_some_and(|ns| selector.matches(&ns.metadata.labels)),
-            NamespacePolicy::None => false,
-        }
+/// Route kinds `transport` can carry.
+fn route_kinds(transport: Transport) -> &'static [&'static str] {
+    match transport {
+        Transport::Http | Transport::Https => &["HTTPRoute", "GRPCRoute"],
+        Transport::TlsPassthrough | Transport::TlsTerminate => &["TLSRoute"],
+        Transport::Unsupported => &[],
     }
 }
 
@@ -187,7 +54,7 @@ fn validate_one(
     namespace: &str,
     store: &Store,
 ) -> ListenerState {
-    let transport = Transport::of(listener);
+    let transport = transport_of(listener);
     let mut accepted = Verdict::yes(reason::ACCEPTED);
     let mut resolved_refs = Verdict::yes(reason::RESOLVED_REFS);
     let port = u16::try_from(listener.port).ok().filter(|p| *p != 0);
@@ -205,7 +72,7 @@ fn validate_one(
     {
         Ok(hostname) => hostname,
         Err(why) => {
-            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why);
+            accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why.to_string());
             None
         }
     };
@@ -294,7 +161,7 @@ fn validate_one(
 
 /// The kinds that may attach, and whether every requested kind was valid.
 fn supported_kinds(listener: &Listener, transport: Transport) -> (Vec<RouteGroupKind>, bool) {
-    let carried = transport.route_kinds();
+    let carried = route_kinds(transport);
     let requested = listener
         .allowed_routes
         .as_ref()

@@ -1,251 +1,191 @@
-//! Routes of every kind, attached and translated, and their assembly into one
-//! `DataPlaneConfig` per data plane.
+//! The sixth stage: one `DataPlaneConfig` per data plane, from the served listeners
+//! and the accepted attachments. Every route is compiled alone by the router first:
+//! a route the router refuses is reported `UnsupportedValue` and left out, so it
+//! cannot cost the routes already serving. The routes it takes wait in an
+//! [`Assembly`] for `redirect`, which decides which hostnames they keep on HTTP
+//! listeners that redirect to HTTPS, and pushes them with [`push_route`]. Start at
+//! [`assemble`].
 
-use super::DataPlaneId;
-use super::attach::{ParentOutcome, RouteView, attach, index};
 use super::certificates::tls_pair;
 use super::conditions::{Verdict, reason};
-use super::gateways::GatewayState;
-use super::listeners::Transport;
-use super::redirect::Plan;
-use super::routes::{self, Translated};
-use crate::model::RouteObject;
-use crate::store::{NamespacedName, Store};
+use super::state::{
+    Context, DataPlaneId, GatewayState, ListenerState, RouteBody, RouteState, Transport,
+};
+use crate::store::Store;
 use culvert_router::RouteTableBuilder;
 use culvert_router::config::{
     AcmeListenerConfig, BackendClientCertificate, BackendConfig, CertificateConfig, CertificateRef,
-    DataPlaneConfig, GrpcRouteConfig, GrpcRuleConfig, HttpRouteConfig, HttpRuleConfig,
-    ListenerConfig, ListenerProtocol, ListenerTlsConfig, TlsMode, TlsRouteConfig,
+    DataPlaneConfig, GrpcRouteConfig, HttpRouteConfig, ListenerConfig, ListenerProtocol,
+    ListenerTlsConfig, TlsMode, TlsRouteConfig,
 };
-use culvert_router::host::HostPattern;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-/// The translated rules of a route, by kind.
-pub(crate) enum RouteBody {
-    Http(Vec<HttpRuleConfig>),
-    Grpc(Vec<GrpcRuleConfig>),
-    Tls(Vec<BackendConfig>),
+/// The data planes with their listeners and certificates, and the routes the router
+/// takes, not yet pushed.
+pub(crate) struct Assembly {
+    pub(crate) planes: BTreeMap<DataPlaneId, DataPlaneConfig>,
+    pub(crate) admitted: Vec<Admitted>,
 }
 
-/// A route of any kind after attachment and translation.
-pub(crate) struct RouteState {
-    pub(crate) kind: &'static str,
-    pub(crate) key: NamespacedName,
-    pub(crate) generation: i64,
-    pub(crate) creation_timestamp: Option<String>,
-    pub(crate) hostnames: Vec<String>,
-    pub(crate) patterns: Vec<HostPattern>,
-    pub(crate) parents: Vec<ParentOutcome>,
-    pub(crate) resolved_refs: Verdict,
-    /// The Services its backends resolved to.
-    pub(crate) services: BTreeSet<NamespacedName>,
-    pub(crate) body: RouteBody,
+/// A route the router takes on one plane, for one client certificate.
+pub(crate) struct Admitted {
+    /// Index of the route among the translation's.
+    pub(crate) route: usize,
+    pub(crate) plane: DataPlaneId,
+    /// The client certificate its backends that speak TLS show.
+    pub(crate) client_certificate: ClientCertificate,
+    /// The data-plane names of the listeners it is on.
+    pub(crate) listeners: Vec<String>,
 }
 
-/// Attaches and translates every route.
-pub(crate) fn attach_all(store: &Store, gateways: &[GatewayState]) -> Vec<RouteState> {
-    let by_key = index(gateways);
-    let mut out = Vec::new();
-    let context = Context {
-        store,
-        gateways,
-        by_key: &by_key,
-    };
-    context.attach_kind(&mut out, &store.http_routes, |route| {
-        routes::http(store, route).map(RouteBody::Http)
-    });
-    context.attach_kind(&mut out, &store.grpc_routes, |route| {
-        routes::grpc(store, route).map(RouteBody::Grpc)
-    });
-    context.attach_kind(&mut out, &store.tls_routes, |route| {
-        routes::tls(store, route).map(RouteBody::Tls)
-    });
-    out
-}
+/// The client certificate a Gateway shows backends over TLS, if any.
+type ClientCertificate = Option<BackendClientCertificate>;
 
-/// What attaching a route reads besides the route itself.
-struct Context<'a> {
-    store: &'a Store,
-    gateways: &'a [GatewayState],
-    by_key: &'a BTreeMap<NamespacedName, usize>,
-}
-
-impl Context<'_> {
-    fn attach_kind<R: RouteObject>(
-        &self,
-        out: &mut Vec<RouteState>,
-        routes: &BTreeMap<NamespacedName, R>,
-        translate: impl Fn(&R) -> Translated<RouteBody>,
-    ) {
-        for (key, route) in routes {
-            out.push(self.state(key, route, translate(route)));
-        }
-    }
-
-    fn state<R: RouteObject>(
-        &self,
-        key: &NamespacedName,
-        route: &R,
-        translated: Translated<RouteBody>,
-    ) -> RouteState {
-        let mut unsupported = translated.unsupported;
-        let mut patterns = Vec::new();
-        for hostname in route.hostnames() {
-            match HostPattern::parse(hostname) {
-                Ok(pattern) => patterns.push(pattern),
-                Err(why) => {
-                    unsupported.get_or_insert(format!("spec.hostnames: {why}"));
-                }
-            }
-        }
-        let view = RouteView {
-            kind: R::KIND,
-            namespace: &key.0,
-            parent_refs: route.parent_refs(),
-            hostnames: &patterns,
-        };
-        let mut parents = attach(self.store, &view, self.gateways, self.by_key);
-        if let Some(message) = unsupported {
-            for parent in parents.iter_mut().filter(|p| p.accepted.status) {
-                parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, message.clone());
-                parent.listeners.clear();
-            }
-        }
-        RouteState {
-            kind: R::KIND,
-            key: key.clone(),
-            generation: route.meta().generation(),
-            creation_timestamp: route.meta().creation_timestamp.clone(),
-            hostnames: route.hostnames().to_vec(),
-            patterns,
-            parents,
-            resolved_refs: translated.resolved_refs,
-            services: translated.services,
-            body: translated.rules,
-        }
-    }
-}
-
-/// Builds each data plane's config from the accepted attachments, compiling every
-/// route alone first: a route the router refuses is reported `UnsupportedValue` and
-/// left out, so it cannot cost the routes already serving. Counts attached routes.
-/// Then adds the HTTPS redirects Gateways ask for (`redirect`), which decide which
-/// hostnames routes keep on redirecting HTTP listeners.
-pub(crate) fn assemble(
-    store: &Store,
-    routes: &mut [RouteState],
-    gateways: &mut [GatewayState],
-) -> BTreeMap<DataPlaneId, DataPlaneConfig> {
-    let mut planes: BTreeMap<DataPlaneId, DataPlaneConfig> = BTreeMap::new();
-    for gateway in gateways.iter() {
-        let Some(plane) = &gateway.plane else {
-            continue;
-        };
-        let config = planes.entry(plane.clone()).or_default();
-        for listener in gateway.listeners.iter().filter(|l| l.served()) {
-            config.listeners.push(ListenerConfig {
-                name: gateway.listener_id(listener),
-                address: gateway.local_ip,
-                port: listener.port,
-                protocol: match listener.transport {
-                    Transport::Http => ListenerProtocol::Http,
-                    Transport::Https => ListenerProtocol::Https,
-                    _ => ListenerProtocol::Tls,
-                },
-                hostname: listener.hostname.as_ref().map(ToString::to_string),
-                tls: listener.transport.terminates().then(|| ListenerTlsConfig {
-                    certificate_refs: listener.certificates.clone(),
-                    mode: match listener.transport {
-                        Transport::TlsTerminate => TlsMode::Terminate,
-                        _ => TlsMode::Passthrough,
-                    },
-                    client_validation: listener.client_validation.clone(),
-                    acme: listener.acme.then(AcmeListenerConfig::default),
-                }),
-            });
-            if listener.transport.terminates() {
-                add_certificates(store, &listener.certificates, &mut config.certificates);
-            }
-        }
-    }
+/// Builds each plane's listeners, then probes every route on each plane it reaches
+/// and counts the routes attached to each listener.
+pub(crate) fn assemble(cx: &mut Context<'_>) -> Assembly {
+    let planes = plane_listeners(cx.store, &cx.gateways);
     let builder = RouteTableBuilder::new();
-    // (route, plane, client certificate, listeners) of every route the router
-    // takes, pushed once the redirects are known.
-    let mut admitted: Vec<(usize, DataPlaneId, ClientCertificate, Vec<String>)> = Vec::new();
+    let mut admitted = Vec::new();
+    let Context {
+        routes, gateways, ..
+    } = cx;
     for (index, route) in routes.iter_mut().enumerate() {
-        // Listeners per plane and per client certificate their Gateway shows
-        // backends: Gateways of one plane that show different ones get copies.
-        let mut per_plane: BTreeMap<(DataPlaneId, ClientCertificate), Vec<String>> =
-            BTreeMap::new();
-        for parent in route.parents.iter().filter(|p| p.accepted.status) {
-            let gateway = &gateways[parent.gateway];
-            let Some(plane) = &gateway.plane else {
-                continue;
-            };
-            let key = (plane.clone(), gateway.backend_client_certificate.clone());
-            let names = per_plane.entry(key).or_default();
-            for &listener in &parent.listeners {
-                let listener = &gateway.listeners[listener];
-                if !listener.served() {
-                    continue;
-                }
-                let name = gateway.listener_id(listener);
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-        for ((plane, client_certificate), listeners) in per_plane {
+        for ((plane, client_certificate), listeners) in route_listeners(route, gateways) {
             if listeners.is_empty() {
                 continue;
             }
             let Some(config) = planes.get(&plane) else {
                 continue;
             };
-            let mut probe = DataPlaneConfig {
-                version: 0,
-                listeners: config.listeners.clone(),
-                ..Default::default()
-            };
-            let hostnames = route.hostnames.clone();
-            push_route(&mut probe, route, listeners.clone(), hostnames, None);
-            if let Err(error) = builder.build(&probe) {
-                for parent in route
-                    .parents
-                    .iter_mut()
-                    .filter(|p| gateways[p.gateway].plane.as_ref() == Some(&plane))
-                {
-                    parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, error.to_string());
-                    parent.listeners.clear();
-                }
+            if let Err(error) = probe(&builder, config, route, &listeners) {
+                refuse_on(route, gateways, &plane, error.to_string());
                 continue;
             }
-            admitted.push((index, plane, client_certificate, listeners));
+            admitted.push(Admitted {
+                route: index,
+                plane,
+                client_certificate,
+                listeners,
+            });
         }
-        for parent in route.parents.iter().filter(|p| p.accepted.status) {
-            for &listener in &parent.listeners {
-                gateways[parent.gateway].listeners[listener].attached_routes += 1;
+        count_attached(route, gateways);
+    }
+    Assembly { planes, admitted }
+}
+
+/// Every served listener of every served Gateway, on its Gateway's plane, with the
+/// certificates of those that terminate TLS.
+fn plane_listeners(
+    store: &Store,
+    gateways: &[GatewayState],
+) -> BTreeMap<DataPlaneId, DataPlaneConfig> {
+    let mut planes: BTreeMap<DataPlaneId, DataPlaneConfig> = BTreeMap::new();
+    for gateway in gateways {
+        let Some(plane) = &gateway.plane else {
+            continue;
+        };
+        let config = planes.entry(plane.clone()).or_default();
+        for listener in gateway.listeners.iter().filter(|l| l.served()) {
+            config.listeners.push(listener_config(gateway, listener));
+            if listener.transport.terminates() {
+                add_certificates(store, &listener.certificates, &mut config.certificates);
             }
         }
     }
-    let redirects = Plan::new(gateways, routes);
-    for (index, plane, client_certificate, listeners) in admitted {
-        let Some(config) = planes.get_mut(&plane) else {
+    planes
+}
+
+/// A served listener as the data plane gets it.
+fn listener_config(gateway: &GatewayState, listener: &ListenerState) -> ListenerConfig {
+    ListenerConfig {
+        name: gateway.listener_id(listener),
+        address: gateway.local_ip,
+        port: listener.port,
+        protocol: match listener.transport {
+            Transport::Http => ListenerProtocol::Http,
+            Transport::Https => ListenerProtocol::Https,
+            _ => ListenerProtocol::Tls,
+        },
+        hostname: listener.hostname.as_ref().map(ToString::to_string),
+        tls: listener.transport.terminates().then(|| ListenerTlsConfig {
+            certificate_refs: listener.certificates.clone(),
+            mode: match listener.transport {
+                Transport::TlsTerminate => TlsMode::Terminate,
+                _ => TlsMode::Passthrough,
+            },
+            client_validation: listener.client_validation.clone(),
+            acme: listener.acme.then(AcmeListenerConfig::default),
+        }),
+    }
+}
+
+/// The served listeners a route's accepted parents give it, per plane and per client
+/// certificate their Gateway shows backends: Gateways of one plane that show
+/// different ones get copies of the route.
+fn route_listeners(
+    route: &RouteState,
+    gateways: &[GatewayState],
+) -> BTreeMap<(DataPlaneId, ClientCertificate), Vec<String>> {
+    let mut per_plane: BTreeMap<(DataPlaneId, ClientCertificate), Vec<String>> = BTreeMap::new();
+    for parent in route.parents.iter().filter(|p| p.accepted.status) {
+        let gateway = &gateways[parent.gateway];
+        let Some(plane) = &gateway.plane else {
             continue;
         };
-        let route = &routes[index];
-        for (listeners, hostnames) in redirects.split(route, gateways, listeners) {
-            push_route(
-                config,
-                route,
-                listeners,
-                hostnames,
-                client_certificate.as_ref(),
-            );
+        let key = (plane.clone(), gateway.backend_client_certificate.clone());
+        let names = per_plane.entry(key).or_default();
+        for &listener in &parent.listeners {
+            let listener = &gateway.listeners[listener];
+            if !listener.served() {
+                continue;
+            }
+            let name = gateway.listener_id(listener);
+            if !names.contains(&name) {
+                names.push(name);
+            }
         }
     }
-    redirects.push_routes(&mut planes);
-    planes
+    per_plane
+}
+
+/// Compiles `route` alone on `listeners` of a plane (`config`'s listeners, no other
+/// route): whether the router takes it.
+fn probe(
+    builder: &RouteTableBuilder,
+    config: &DataPlaneConfig,
+    route: &RouteState,
+    listeners: &[String],
+) -> Result<(), culvert_router::Error> {
+    let mut probe = DataPlaneConfig {
+        version: 0,
+        listeners: config.listeners.clone(),
+        ..Default::default()
+    };
+    let hostnames = route.hostnames.clone();
+    push_route(&mut probe, route, listeners.to_vec(), hostnames, None);
+    builder.build(&probe).map(drop)
+}
+
+/// Refuses `route` on every parent on `plane`: the router refused it there.
+fn refuse_on(route: &mut RouteState, gateways: &[GatewayState], plane: &DataPlaneId, why: String) {
+    for parent in route
+        .parents
+        .iter_mut()
+        .filter(|p| gateways[p.gateway].plane.as_ref() == Some(plane))
+    {
+        parent.accepted = Verdict::no(reason::UNSUPPORTED_VALUE, why.clone());
+        parent.listeners.clear();
+    }
+}
+
+/// Counts `route` on every listener its accepted parents attach it to.
+fn count_attached(route: &RouteState, gateways: &mut [GatewayState]) {
+    for parent in route.parents.iter().filter(|p| p.accepted.status) {
+        for &listener in &parent.listeners {
+            gateways[parent.gateway].listeners[listener].attached_routes += 1;
+        }
+    }
 }
 
 /// Copies the key pairs of `refs` inline into `out`, once each. The listener's
@@ -274,12 +214,9 @@ fn add_certificates(store: &Store, refs: &[CertificateRef], out: &mut Vec<Certif
     }
 }
 
-/// The client certificate a Gateway shows backends over TLS, if any.
-type ClientCertificate = Option<BackendClientCertificate>;
-
 /// Adds `route` on `listeners` for `hostnames`; its backends that speak TLS show
 /// `client_certificate`.
-fn push_route(
+pub(crate) fn push_route(
     config: &mut DataPlaneConfig,
     route: &RouteState,
     listeners: Vec<String>,

@@ -1,5 +1,7 @@
-//! The HTTPS redirect a Gateway asks for with the annotation
-//! [`HTTPS_REDIRECT_ANNOTATION`] (`"301"` or `"308"`): on each of its plain `HTTP`
+//! The seventh stage, the HTTPS redirect a Gateway asks for with the annotation
+//! [`HTTPS_REDIRECT_ANNOTATION`](crate::translate::HTTPS_REDIRECT_ANNOTATION) (`"301"`
+//! or `"308"`, read with the Gateway's other parameters by the gateways stage): on
+//! each of its plain `HTTP`
 //! listeners, every hostname one of its `HTTPS` listeners serves is answered with a
 //! redirect to `https://` on that listener's port, unless a route that names the
 //! HTTP listener in its parentRef (by `sectionName` or `port`) claims the hostname.
@@ -17,49 +19,41 @@
 //! the HTTP listener takes a hostname it covers out of the redirect altogether; one
 //! that claims a narrower name (an ACME HTTP-01 solver's exact host under a wildcard
 //! listener) owns that name and leaves the rest redirected, since the router picks the
-//! most specific hostname first. Start at [`policy`] and [`Plan::new`].
+//! most specific hostname first. Start at [`add`] and [`Plan::new`].
 
-use super::DataPlaneId;
-use super::gateways::GatewayState;
-use super::listeners::Transport;
-use super::planes::RouteState;
-use crate::model::{Gateway, GatewayConfig};
+use super::planes::{self, Assembly};
+use super::state::{Context, DataPlaneId, GatewayState, RouteState, Transport};
 use culvert_router::config::{
     DataPlaneConfig, HttpFilterConfig, HttpRouteConfig, HttpRuleConfig, RequestRedirectConfig,
 };
 use culvert_router::host::HostPattern;
 use std::collections::BTreeMap;
 
-/// The Gateway annotation that turns the redirect on; its value is the status code.
-pub const HTTPS_REDIRECT_ANNOTATION: &str = "culvert.dev/https-redirect";
-
-/// The redirect a Gateway asks for: `Ok(None)` without the annotation, the status
-/// code with a valid one, and why not when the value is not `"301"` or `"308"` or the
-/// Gateway's data plane dials a tunnel, whose requests arrive on the first HTTP
-/// listener already terminated at the edge and would be redirected forever.
-pub(crate) fn policy(
-    gateway: &Gateway,
-    config: Option<&GatewayConfig>,
-) -> Result<Option<u16>, String> {
-    let Some(value) = gateway.metadata.annotations.get(HTTPS_REDIRECT_ANNOTATION) else {
-        return Ok(None);
-    };
-    let code = match value.as_str() {
-        "301" => 301,
-        "308" => 308,
-        other => {
-            return Err(format!(
-                "annotation {HTTPS_REDIRECT_ANNOTATION}: {other:?} is not \"301\" or \"308\""
-            ));
+/// Pushes the routes `planes` admitted, each with the hostnames it keeps on each of
+/// its listeners, and adds the redirect routes: the finished data-plane configs.
+pub(crate) fn add(cx: &Context<'_>, assembly: Assembly) -> BTreeMap<DataPlaneId, DataPlaneConfig> {
+    let Assembly {
+        mut planes,
+        admitted,
+    } = assembly;
+    let plan = Plan::new(&cx.gateways, &cx.routes);
+    for admitted in admitted {
+        let Some(config) = planes.get_mut(&admitted.plane) else {
+            continue;
+        };
+        let route = &cx.routes[admitted.route];
+        for (listeners, hostnames) in plan.split(route, &cx.gateways, admitted.listeners) {
+            planes::push_route(
+                config,
+                route,
+                listeners,
+                hostnames,
+                admitted.client_certificate.as_ref(),
+            );
         }
-    };
-    if config.is_some_and(|c| c.spec.tunnel.is_some()) {
-        return Err(format!(
-            "annotation {HTTPS_REDIRECT_ANNOTATION} cannot be used with a GatewayConfig \
-             tunnel: tunnel requests reach the HTTP listener already terminated at the edge"
-        ));
     }
-    Ok(Some(code))
+    plan.push_routes(&mut planes);
+    planes
 }
 
 /// A hostname pattern; `None` is every hostname.
@@ -115,14 +109,14 @@ impl Redirect {
 }
 
 /// Every redirect of a translation, by the data-plane name of its HTTP listener.
-pub(crate) struct Plan {
+struct Plan {
     redirects: BTreeMap<String, Redirect>,
 }
 
 impl Plan {
     /// The redirects of the served Gateways that ask for one, given the routes as
     /// attached (after conflicts and the router's probe).
-    pub(crate) fn new(gateways: &[GatewayState], routes: &[RouteState]) -> Self {
+    fn new(gateways: &[GatewayState], routes: &[RouteState]) -> Self {
         let mut redirects = BTreeMap::new();
         for (index, gateway) in gateways.iter().enumerate() {
             let (Some(plane), Some(status)) = (&gateway.plane, gateway.https_redirect) else {
@@ -176,7 +170,7 @@ impl Plan {
     /// hostnames the redirect does not take, or leaves it when none is left. A route
     /// that names that listener in its parentRef keeps everything: its hostnames are
     /// claims, already taken out of the redirect.
-    pub(crate) fn split(
+    fn split(
         &self,
         route: &RouteState,
         gateways: &[GatewayState],
@@ -230,7 +224,7 @@ impl Plan {
     }
 
     /// Adds the redirect routes to their planes.
-    pub(crate) fn push_routes(&self, planes: &mut BTreeMap<DataPlaneId, DataPlaneConfig>) {
+    fn push_routes(&self, planes: &mut BTreeMap<DataPlaneId, DataPlaneConfig>) {
         for redirect in self.redirects.values() {
             let Some(config) = planes.get_mut(&redirect.plane) else {
                 continue;

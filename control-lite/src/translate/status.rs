@@ -1,19 +1,22 @@
-//! The output of translation: data-plane configs and the status of every object
-//! Culvert owns, with `observedGeneration` set from each object's generation.
+//! The last stage, the output of translation: data-plane configs and the status of
+//! every object Culvert owns, with `observedGeneration` set from each object's
+//! generation. The kinds Culvert reads only to refuse add theirs after
+//! (`l4_routes`, `listener_sets`). Start at [`build`].
 
 use super::backend_tls;
 use super::conditions::{
     ACCEPTED, CONFLICTED, INSECURE_FRONTEND_VALIDATION_MODE, PROGRAMMED, RESOLVED_REFS,
     SUPPORTED_VERSION, TUNNEL_SHARED, Verdict, reason,
 };
-use super::gateways::{ClassState, GatewayState};
-use super::planes::RouteState;
-use super::{DataPlaneId, Options, PlaneRefusal};
+use super::state::{
+    ClassState, Context, DataPlaneId, GatewayState, ListenerState, ParentOutcome, PlaneRefusal,
+    RouteState,
+};
 use crate::model::{
     GatewayClassStatus, GatewayStatus, ListenerSetStatus, ListenerStatus, ObjectKey, PolicyStatus,
     RouteParentStatus, RouteStatus,
 };
-use crate::store::{NamespacedName, Store};
+use crate::store::NamespacedName;
 use culvert_router::config::DataPlaneConfig;
 use std::collections::BTreeMap;
 
@@ -64,15 +67,43 @@ impl Translation {
     }
 }
 
-pub(super) fn build(
-    store: &Store,
-    options: &Options,
-    classes: &BTreeMap<String, ClassState>,
-    gateways: &[GatewayState],
-    routes: &[RouteState],
+/// The translation's output: the data-plane configs and the status of every class,
+/// Gateway and route of ours, and of the BackendTLSPolicies they use.
+pub(crate) fn build(
+    cx: &Context<'_>,
     data_planes: BTreeMap<DataPlaneId, DataPlaneConfig>,
 ) -> Translation {
-    let gateway_classes = classes
+    let gateways = &cx.gateways;
+    let controller_name = &cx.options.controller_name;
+    Translation {
+        data_planes,
+        gateway_classes: class_statuses(&cx.classes),
+        gateways: gateways
+            .iter()
+            .map(|g| (g.key.clone(), gateway_status(g)))
+            .collect(),
+        routes: route_statuses(&cx.routes, gateways, controller_name),
+        listener_sets: BTreeMap::new(),
+        backend_tls_policies: backend_tls::statuses(
+            cx.store,
+            gateways,
+            &cx.routes,
+            controller_name,
+        ),
+        gateway_planes: gateways
+            .iter()
+            .filter_map(|g| g.plane.clone().map(|plane| (g.key.clone(), plane)))
+            .collect(),
+        refused_planes: gateways
+            .iter()
+            .filter_map(|g| g.refused_plane.map(|why| (g.key.clone(), why)))
+            .collect(),
+    }
+}
+
+/// Each class: `Accepted` and `SupportedVersion`.
+fn class_statuses(classes: &BTreeMap<String, ClassState>) -> BTreeMap<String, GatewayClassStatus> {
+    classes
         .iter()
         .map(|(name, class)| {
             let conditions = vec![
@@ -82,103 +113,97 @@ pub(super) fn build(
             ];
             (name.clone(), GatewayClassStatus { conditions })
         })
-        .collect();
-    let gateway_statuses = gateways
-        .iter()
-        .map(|gateway| {
-            let generation = gateway.generation;
-            let listeners = gateway
-                .listeners
-                .iter()
-                .map(|listener| ListenerStatus {
-                    name: listener.name.clone(),
-                    supported_kinds: listener.supported_kinds.clone(),
-                    attached_routes: listener.attached_routes,
-                    conditions: vec![
-                        listener.accepted.condition(ACCEPTED, generation),
-                        listener.programmed().condition(PROGRAMMED, generation),
-                        listener.resolved_refs.condition(RESOLVED_REFS, generation),
-                        listener.conflicted.condition(CONFLICTED, generation),
-                    ],
-                })
-                .collect();
-            let mut conditions = vec![
-                gateway.accepted.condition(ACCEPTED, generation),
-                gateway.programmed().condition(PROGRAMMED, generation),
-            ];
-            if let Some(resolved_refs) = &gateway.resolved_refs {
-                conditions.push(resolved_refs.condition(RESOLVED_REFS, generation));
-            }
-            if gateway.insecure_frontend_validation {
-                let insecure = Verdict {
-                    message: "a port accepts clients without a valid certificate \
-                              (AllowInsecureFallback)"
-                        .to_owned(),
-                    ..Verdict::yes(reason::CONFIGURATION_CHANGED)
-                };
-                conditions.push(insecure.condition(INSECURE_FRONTEND_VALIDATION_MODE, generation));
-            }
-            let status = GatewayStatus {
-                addresses: gateway.addresses.clone(),
-                conditions,
-                listeners,
-                attached_listener_sets: None,
-            };
-            (gateway.key.clone(), status)
-        })
-        .collect();
-    let route_statuses = routes
+        .collect()
+}
+
+/// A Gateway's addresses, conditions and listeners.
+fn gateway_status(gateway: &GatewayState) -> GatewayStatus {
+    let generation = gateway.generation;
+    let mut conditions = vec![
+        gateway.accepted.condition(ACCEPTED, generation),
+        gateway.programmed().condition(PROGRAMMED, generation),
+    ];
+    if let Some(resolved_refs) = &gateway.resolved_refs {
+        conditions.push(resolved_refs.condition(RESOLVED_REFS, generation));
+    }
+    if gateway.insecure_frontend_validation {
+        let insecure = Verdict {
+            message: "a port accepts clients without a valid certificate \
+                      (AllowInsecureFallback)"
+                .to_owned(),
+            ..Verdict::yes(reason::CONFIGURATION_CHANGED)
+        };
+        conditions.push(insecure.condition(INSECURE_FRONTEND_VALIDATION_MODE, generation));
+    }
+    GatewayStatus {
+        addresses: gateway.addresses.clone(),
+        conditions,
+        listeners: gateway
+            .listeners
+            .iter()
+            .map(|listener| listener_status(listener, generation))
+            .collect(),
+        attached_listener_sets: None,
+    }
+}
+
+fn listener_status(listener: &ListenerState, generation: i64) -> ListenerStatus {
+    ListenerStatus {
+        name: listener.name.clone(),
+        supported_kinds: listener.supported_kinds.clone(),
+        attached_routes: listener.attached_routes,
+        conditions: vec![
+            listener.accepted.condition(ACCEPTED, generation),
+            listener.programmed().condition(PROGRAMMED, generation),
+            listener.resolved_refs.condition(RESOLVED_REFS, generation),
+            listener.conflicted.condition(CONFLICTED, generation),
+        ],
+    }
+}
+
+/// Every route with a parent of ours: one entry per such parent.
+fn route_statuses(
+    routes: &[RouteState],
+    gateways: &[GatewayState],
+    controller_name: &str,
+) -> BTreeMap<ObjectKey, RouteStatus> {
+    routes
         .iter()
         .filter(|route| !route.parents.is_empty())
         .map(|route| {
             let parents = route
                 .parents
                 .iter()
-                .map(|parent| {
-                    let mut conditions = vec![
-                        parent.accepted.condition(ACCEPTED, route.generation),
-                        route
-                            .resolved_refs
-                            .condition(RESOLVED_REFS, route.generation),
-                    ];
-                    let shared = gateways[parent.gateway].tunnel_shared.as_ref();
-                    if let (true, Some(shared)) = (parent.accepted.status, shared) {
-                        conditions.push(shared.condition(TUNNEL_SHARED, route.generation));
-                    }
-                    RouteParentStatus {
-                        parent_ref: parent.parent_ref.clone(),
-                        controller_name: options.controller_name.clone(),
-                        conditions,
-                    }
-                })
+                .map(|parent| parent_status(route, parent, gateways, controller_name))
                 .collect();
             (
                 ObjectKey::new(route.kind, &route.key.0, &route.key.1),
                 RouteStatus { parents },
             )
         })
-        .collect();
-    let gateway_planes = gateways
-        .iter()
-        .filter_map(|g| g.plane.clone().map(|plane| (g.key.clone(), plane)))
-        .collect();
-    let refused_planes = gateways
-        .iter()
-        .filter_map(|g| g.refused_plane.map(|why| (g.key.clone(), why)))
-        .collect();
-    Translation {
-        data_planes,
-        gateway_classes,
-        gateways: gateway_statuses,
-        routes: route_statuses,
-        listener_sets: BTreeMap::new(),
-        backend_tls_policies: backend_tls::statuses(
-            store,
-            gateways,
-            routes,
-            &options.controller_name,
-        ),
-        gateway_planes,
-        refused_planes,
+        .collect()
+}
+
+/// `Accepted`, `ResolvedRefs` and, when its Gateway's tunnel is shared, `TunnelShared`.
+fn parent_status(
+    route: &RouteState,
+    parent: &ParentOutcome,
+    gateways: &[GatewayState],
+    controller_name: &str,
+) -> RouteParentStatus {
+    let mut conditions = vec![
+        parent.accepted.condition(ACCEPTED, route.generation),
+        route
+            .resolved_refs
+            .condition(RESOLVED_REFS, route.generation),
+    ];
+    let shared = gateways[parent.gateway].tunnel_shared.as_ref();
+    if let (true, Some(shared)) = (parent.accepted.status, shared) {
+        conditions.push(shared.condition(TUNNEL_SHARED, route.generation));
+    }
+    RouteParentStatus {
+        parent_ref: parent.parent_ref.clone(),
+        controller_name: controller_name.to_owned(),
+        conditions,
     }
 }

@@ -10,6 +10,7 @@ mod index;
 
 pub(crate) use index::HostIndex;
 
+use crate::error::{Error, HostnameProblem};
 use std::borrow::Cow;
 
 /// A validated, lower-cased configured hostname.
@@ -24,19 +25,21 @@ pub enum HostPattern {
 
 impl HostPattern {
     /// Validates and lower-cases a configured hostname.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, Error> {
         let lower = text.to_ascii_lowercase();
         let (wildcard, name) = match lower.strip_prefix("*.") {
             Some(rest) => (true, rest),
             None => (false, lower.as_str()),
         };
-        validate_dns_name(name).map_err(|why| format!("hostname {text:?} {why}"))?;
+        let refuse = |problem| Error::Hostname {
+            text: text.to_owned(),
+            problem,
+        };
+        validate_dns_name(name).map_err(refuse)?;
         if wildcard {
             Ok(Self::Wildcard(name.into()))
         } else if name.parse::<std::net::Ipv4Addr>().is_ok() {
-            Err(format!(
-                "hostname {text:?} is an IP address, not a hostname"
-            ))
+            Err(refuse(HostnameProblem::IpAddress))
         } else {
             Ok(Self::Exact(name.into()))
         }
@@ -86,28 +89,28 @@ fn is_strict_subdomain(host: &str, suffix: &str) -> bool {
         && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
 }
 
-fn validate_dns_name(name: &str) -> Result<(), &'static str> {
+fn validate_dns_name(name: &str) -> Result<(), HostnameProblem> {
     if name.is_empty() {
-        return Err("is empty");
+        return Err(HostnameProblem::Empty);
     }
     if name.len() > 253 {
-        return Err("is longer than 253 characters");
+        return Err(HostnameProblem::TooLong);
     }
     for label in name.split('.') {
         if label.is_empty() {
-            return Err("has an empty label");
+            return Err(HostnameProblem::EmptyLabel);
         }
         if label.len() > 63 {
-            return Err("has a label longer than 63 characters");
+            return Err(HostnameProblem::LabelTooLong);
         }
         if !label
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         {
-            return Err("may hold only letters, digits, '-' and '.' (write IDNs in punycode)");
+            return Err(HostnameProblem::Character);
         }
         if label.starts_with('-') || label.ends_with('-') {
-            return Err("has a label that starts or ends with '-'");
+            return Err(HostnameProblem::Hyphen);
         }
     }
     Ok(())

@@ -39,6 +39,35 @@ fn parse_lowercases_and_validates() {
 }
 
 #[test]
+fn a_refused_hostname_says_what_is_wrong_with_it() {
+    // These texts end up in Gateway API condition messages, which must not change.
+    for (bad, problem, message) in [
+        (
+            "foo..com",
+            HostnameProblem::EmptyLabel,
+            r#"hostname "foo..com" has an empty label"#,
+        ),
+        (
+            "1.2.3.4",
+            HostnameProblem::IpAddress,
+            r#"hostname "1.2.3.4" is an IP address, not a hostname"#,
+        ),
+        (
+            "-foo.com",
+            HostnameProblem::Hyphen,
+            r#"hostname "-foo.com" has a label that starts or ends with '-'"#,
+        ),
+    ] {
+        let error = HostPattern::parse(bad).unwrap_err();
+        assert!(
+            matches!(&error, Error::Hostname { text, problem: p } if text == bad && *p == problem),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), message);
+    }
+}
+
+#[test]
 fn wildcard_needs_at_least_one_more_label() {
     let wildcard = pattern("*.example.com");
     assert!(wildcard.matches("foo.example.com"));

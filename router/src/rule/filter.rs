@@ -341,7 +341,7 @@ fn precise_hostname(text: &str, at: &Origin) -> Result<Box<str>, Error> {
         Ok(HostPattern::Wildcard(_)) => {
             Err(at.error(format!("hostname {text:?} may not be a wildcard here")))
         }
-        Err(why) => Err(at.error(why)),
+        Err(why) => Err(at.error(why.to_string())),
     }
 }
 

@@ -9,7 +9,7 @@
 //! healthy ones would let a tenant free a slot by breaking one of their own
 //! Gateways. `0` allows no dedicated plane at all. Start at [`over_cap`].
 
-use super::Seniority;
+use super::seniority::Seniority;
 use std::collections::BTreeMap;
 
 /// One Gateway asking for a dedicated data plane.

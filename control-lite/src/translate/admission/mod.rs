@@ -17,49 +17,32 @@
 //! since that address is how it holds the tunnel. Start at [`admit`].
 
 pub(crate) mod caps;
+mod seniority;
 pub(crate) mod tunnel_claims;
 
 use super::conditions::{Verdict, reason};
-use super::gateways::{ClassState, GatewayState};
-use super::{DataPlaneId, Options, PlaneRefusal, Proof};
-use crate::model::{Gateway, GatewayConfig, ObjectMeta, SecretObjectReference, TOKEN_KEY};
+use super::options::{Options, Proof};
+use super::state::{ClassState, Context, DataPlaneId, PlaneRefusal};
+use super::tunnels::{advertised_tunnel, read_token, tunnel_address};
+use crate::Error;
+use crate::model::{Gateway, GatewayConfig, SecretObjectReference, TOKEN_KEY};
 use crate::store::{NamespacedName, Store};
-use culvert_router::parse_rfc3339;
 use culvert_tunnel_proto::{TunnelToken, Uuid};
+pub(crate) use seniority::Seniority;
 use std::collections::{BTreeMap, BTreeSet};
 use tunnel_claims::{Claim, Outcome};
 
-/// The order in which Gateways hold tunnels and slots: oldest first by creation
-/// time (as RFC 3339, an unreadable one counting as newest), then UID, then name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Seniority {
-    pub(crate) created: i64,
-    pub(crate) uid: String,
-    pub(crate) key: NamespacedName,
-}
-
-impl Seniority {
-    pub(crate) fn of(key: &NamespacedName, metadata: &ObjectMeta) -> Self {
-        Self {
-            created: metadata
-                .creation_timestamp
-                .as_deref()
-                .and_then(|t| parse_rfc3339(t).ok())
-                .unwrap_or(i64::MAX),
-            uid: metadata.uid.clone().unwrap_or_default(),
-            key: key.clone(),
-        }
-    }
-}
-
 /// Applies both admission rules to the Gateways asking for a dedicated plane:
 /// refuses those that may not have one and gives tunnel Gateways their address.
-pub(crate) fn admit(
-    store: &Store,
-    options: &Options,
-    classes: &BTreeMap<String, ClassState>,
-    states: &mut [GatewayState],
-) {
+pub(crate) fn admit(cx: &mut Context<'_>) {
+    let Context {
+        store,
+        options,
+        classes,
+        gateways: states,
+        ..
+    } = cx;
+    let (store, options) = (*store, *options);
     let asking: Vec<(usize, &Gateway, &ClassState)> = states
         .iter()
         .enumerate()
@@ -129,7 +112,7 @@ pub(crate) fn admit(
         match claim {
             Some((_, Outcome::Admit(tunnel))) if state.accepted.status => {
                 state.tunnel = Some(*tunnel);
-                state.addresses = vec![tunnel_claims::tunnel_address(*tunnel)];
+                state.addresses = vec![tunnel_address(*tunnel)];
                 state.address_problem = None;
                 state.address_pending = None;
                 // Its traffic arrives through the tunnel: no address to bind.
@@ -137,7 +120,7 @@ pub(crate) fn admit(
             }
             Some((claim, _)) if !state.accepted.status => {
                 if let Some(held) = claim.advertised {
-                    state.addresses = vec![tunnel_claims::tunnel_address(held)];
+                    state.addresses = vec![tunnel_address(held)];
                 }
             }
             _ => {}
@@ -161,12 +144,12 @@ fn claim(
     let advertised = gateway
         .status
         .as_ref()
-        .and_then(|s| tunnel_claims::advertised_tunnel(&s.addresses));
+        .and_then(|s| advertised_tunnel(&s.addresses));
     let token = match store.gateway_config(key.0.as_str(), gateway) {
         Some(config) => config_token(store, key, config)?,
         None => {
             advertised?;
-            Err("the GatewayConfig does not resolve".to_owned())
+            Err(Error::GatewayConfigUnresolved)
         }
     };
     let proof = match &token {
@@ -178,7 +161,10 @@ fn claim(
         seniority: Seniority::of(key, &gateway.metadata),
         deleting: gateway.metadata.deletion_timestamp.is_some(),
         share_across: class.allow_shared_tunnels,
-        tunnel: token.map(|t| t.tunnel_id),
+        // The claim carries the message its refusal will show.
+        tunnel: token
+            .map(|t| t.tunnel_id)
+            .map_err(|error| error.to_string()),
         advertised,
         proof,
     })
@@ -190,11 +176,11 @@ pub(crate) fn config_token(
     store: &Store,
     key: &NamespacedName,
     config: &GatewayConfig,
-) -> Option<Result<TunnelToken, String>> {
+) -> Option<Result<TunnelToken, Error>> {
     let tunnel = config.spec.tunnel.as_ref()?;
     Some(
         local_secret(key, &tunnel.token_ref)
-            .and_then(|name| tunnel_claims::read_token(store, &key.0, name, TOKEN_KEY)),
+            .and_then(|name| read_token(store, &key.0, name, TOKEN_KEY)),
     )
 }
 
@@ -204,19 +190,20 @@ pub(crate) fn config_token(
 fn local_secret<'r>(
     key: &NamespacedName,
     reference: &'r SecretObjectReference,
-) -> Result<&'r str, String> {
+) -> Result<&'r str, Error> {
     let group = reference.group.as_deref().unwrap_or("");
     let kind = reference.kind.as_deref().unwrap_or("Secret");
     if !group.is_empty() || kind != "Secret" {
-        return Err(format!(
-            "tunnel.tokenRef must name a core Secret, not {group}/{kind}"
-        ));
+        return Err(Error::TokenRefKind {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+        });
     }
     match reference.namespace.as_deref() {
-        Some(namespace) if namespace != key.0 => Err(format!(
-            "tunnel.tokenRef must name a Secret in the Gateway's namespace {}, not in {namespace}",
-            key.0
-        )),
+        Some(namespace) if namespace != key.0 => Err(Error::TokenRefNamespace {
+            gateway_namespace: key.0.clone(),
+            namespace: namespace.to_owned(),
+        }),
         _ => Ok(&reference.name),
     }
 }
@@ -224,7 +211,8 @@ fn local_secret<'r>(
 /// Marks the dedicated Gateways still served that share a tunnel with another
 /// dedicated Gateway (the class's shared plane does not count), so their routes say
 /// so.
-pub(crate) fn mark_shared(states: &mut [GatewayState]) {
+pub(crate) fn mark_shared(cx: &mut Context<'_>) {
+    let states = &mut cx.gateways;
     let mut by_tunnel: BTreeMap<Uuid, Vec<usize>> = BTreeMap::new();
     for (index, state) in states.iter().enumerate() {
         if let (Some(tunnel), Some(DataPlaneId::Dedicated(_))) = (state.tunnel, &state.plane) {

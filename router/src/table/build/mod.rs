@@ -155,7 +155,7 @@ impl<'c> Builder<'c> {
                 .as_deref()
                 .map(HostPattern::parse)
                 .transpose()
-                .map_err(fail)?;
+                .map_err(|why| fail(why.to_string()))?;
             let socket = (listener.address, listener.port);
             let entry_index = *by_socket.entry(socket).or_insert_with(|| {
                 let entries = ports.entry(listener.port).or_default();
@@ -281,7 +281,7 @@ impl<'c> Builder<'c> {
         let hostnames = meta
             .hostnames()
             .iter()
-            .map(|h| HostPattern::parse(h).map_err(|why| at.error(why)))
+            .map(|h| HostPattern::parse(h).map_err(|why| at.error(why.to_string())))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((id, listeners, hostnames))
     }

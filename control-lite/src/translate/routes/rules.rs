@@ -3,13 +3,13 @@
 //! dropped; unusable backend references are reported (`ResolvedRefs`) and kept as
 //! unavailable backends so their traffic share fails closed.
 
-use super::backends::{Referrer, resolve};
-use super::conditions::{Verdict, reason};
 use crate::model::{
     BackendObjectReference, BackendRef, GrpcRoute, HttpRoute, HttpRouteMatch, HttpRouteRule,
     RouteFilter, StringMatch, TlsRoute, Unknown,
 };
 use crate::store::{NamespacedName, Store};
+use crate::translate::backends::{Referrer, resolve};
+use crate::translate::conditions::{Verdict, reason};
 use culvert_router::config::{
     BackendConfig, GrpcMatchConfig, GrpcMethodMatchConfig, GrpcRuleConfig, HeaderMatchConfig,
     HttpFilterConfig, HttpMatchConfig, HttpRuleConfig, PathMatchConfig, PathMatchType,
