@@ -45,7 +45,7 @@ install_missing valgrind:valgrind nginx:nginx haproxy:haproxy wrk:wrk h2load:ngh
     curl:curl openssl:openssl
 require_free_ports 18080 18081 18082 18443 18090 18092 18493 18095 18097 18498 19001 19002
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert --bin culvert)
 fi
 
 sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@BACKEND_H2C@#127.0.0.1:19002#" \

@@ -158,7 +158,7 @@ main() {
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
         log "building culvert and culvert-echo (release) into $TARGET_DIR"
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
-            cargo build --release -p culvert-proxy -p culvert-bench --bins)
+            cargo build --release -p culvert -p culvert-bench --bins)
     fi
     local culvert=${CULVERT_BIN:-$TARGET_DIR/release/culvert} echo_bin=$TARGET_DIR/release/culvert-echo
     [[ -x $culvert && -x $echo_bin ]] || {

@@ -51,7 +51,7 @@ trap 'exit 130' INT TERM
 install_missing nginx:nginx haproxy:haproxy wrk:wrk curl:curl openssl:openssl
 require_free_ports 18444 18081 18454 19443
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
-    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert-proxy --bin culvert)
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release -p culvert --bin culvert)
 fi
 
 make_localhost_cert "$RUN_DIR"

@@ -270,7 +270,7 @@ main() {
         log "building culvert, culvert-echo and culvert-edge-sim (release) into $TARGET_DIR"
         # Two builds: the simulator's feature must not reach the culvert binary.
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
-            cargo build --release -p culvert-proxy -p culvert-bench --bins &&
+            cargo build --release -p culvert -p culvert-bench --bins &&
             CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
             cargo build --release -p culvert-connector --features sim --bins)
     fi

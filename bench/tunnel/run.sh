@@ -50,7 +50,7 @@ if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building release binaries (once)"
     # Two builds: the simulator's feature must not reach the culvert binary.
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
-        -p culvert-proxy -p culvert-bench --bins &&
+        -p culvert -p culvert-bench --bins &&
         CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
         -p culvert-connector --features sim --bins)
 fi

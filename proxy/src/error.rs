@@ -16,9 +16,10 @@ pub enum Error {
     /// The router refused to compile the config.
     #[error("config refused by the router")]
     ConfigRefused(#[source] culvert_router::Error),
-    /// Manifests could not be loaded or translated into a config.
+    /// The config source (manifests on disk) refused to load (see
+    /// [`crate::ConfigSource::load`]).
     #[error("manifests refused")]
-    Source(#[source] crate::SourceError),
+    Source(#[source] BoxError),
     /// The tunnel could not be set up (bad token, no edge address, bad CA file).
     #[error("tunnel: {0}")]
     Tunnel(culvert_connector::Error),

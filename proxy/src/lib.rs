@@ -14,13 +14,17 @@
 //! - `pipeline/`: what to do with a request, decided without IO (route, answer
 //!   locally or rewrite for the backend, attempts and retries, failures).
 //! - `config_api/`: the config API (`PUT`/`GET /config`, `/healthz`, `/readyz`) on its
-//!   own thread, with an optional bearer token.
+//!   own thread, with an optional bearer token; it also follows a [`ConfigSource`]
+//!   (`source/`).
 //!
 //! Routing decisions are never made here: every request calls
 //! `culvert_router::RouteTable::route` (through `pipeline::plan`) on the snapshot it
 //! loaded once.
 //!
-//! The crate also builds the `culvert` binary (`src/main.rs`, commands in `src/cli/`).
+//! Everything else is the caller's: the `culvert` binary (crate `culvert`, `cli/`)
+//! parses the command line, translates Gateway API manifests and watches Kubernetes, and
+//! hands this crate finished configs ([`ServeConfig::initial`], a [`ConfigSource`],
+//! [`ServeConfig::published`]).
 //!
 //! No `unsafe` but one audited socket option (`worker::runtime::listen`), which socket2 does
 //! not cover.
@@ -50,7 +54,7 @@ pub use limits::ClientLimits;
 pub use panics::install_panic_hook;
 pub use server::{ServeConfig, Server};
 pub use snapshot::{Applied, Snapshot, SnapshotCell};
-pub use source::{ManifestSource, SourceError};
+pub use source::ConfigSource;
 pub use tls::{CertificateStore, ClientAuth, ClientIdentity, Termination, TlsSettings};
 
 /// The one TLS crypto provider Culvert uses, everywhere: aws-lc-rs.

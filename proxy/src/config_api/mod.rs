@@ -52,7 +52,7 @@ pub(crate) use tls::ConfigApiTls;
 pub use tls::ConfigApiTlsFiles;
 
 use crate::metrics::{self, ConfigApiStats, StatsSnapshot};
-use crate::{Applied, Error, ManifestSource, SnapshotCell};
+use crate::{Applied, ConfigSource, Error, SnapshotCell};
 use culvert_router::DataPlaneConfig;
 
 /// Largest accepted config document.
@@ -86,7 +86,7 @@ pub(crate) struct ConfigApi {
     /// `true` once draining; `POST /drain` sets it.
     pub(crate) draining: Arc<watch::Sender<bool>>,
     /// Manifests to follow, if the plane serves a directory or file.
-    pub(crate) source: Option<RefCell<ManifestSource>>,
+    pub(crate) source: Option<RefCell<Box<dyn ConfigSource>>>,
     /// Configs published by an embedded control plane, if one runs.
     pub(crate) published: Option<RefCell<watch::Receiver<Option<Arc<DataPlaneConfig>>>>>,
     /// Config version, swaps and rejections, for `/metrics`.
@@ -407,7 +407,7 @@ impl ConfigApi {
             return;
         }
         let loaded = source.borrow_mut().load();
-        let path = source.borrow().path().display().to_string();
+        let path = source.borrow().describe();
         let (mut config, refusals) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {

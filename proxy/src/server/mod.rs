@@ -26,11 +26,11 @@ use crate::acme::{self, AcmeCertificates, AcmeManagers, AcmeSettings};
 use crate::config_api::{self, ConfigApi, ConfigApiTls, ConfigApiTlsFiles, WorkerLink};
 use crate::metrics::ConfigApiStats;
 use crate::worker::{self, Forwarding, WorkerChannels};
-use crate::{AccessLog, Error, ManifestSource, SnapshotCell};
+use crate::{AccessLog, ConfigSource, Error, SnapshotCell};
 use culvert_connector::io::{Tunnel, TunnelConfig};
 
 /// How to start a data plane.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub struct ServeConfig {
     /// Where the config API listens; port 0 picks a free port (see
@@ -65,9 +65,10 @@ pub struct ServeConfig {
     /// A Cloudflare Tunnel to serve: its connections are spread over the workers and
     /// its requests enter the same pipeline as listener traffic.
     pub tunnel: Option<TunnelConfig>,
-    /// Gateway API manifests to serve and follow; loaded before anything is bound
-    /// (a broken load fails start-up), then re-read when they change.
-    pub manifests: Option<ManifestSource>,
+    /// A config to serve and follow (the binary's Gateway API manifests); loaded
+    /// before anything is bound (a refused load fails start-up), then re-loaded when
+    /// it changes.
+    pub source: Option<Box<dyn ConfigSource>>,
     /// Configs an embedded control plane publishes (the Kubernetes source): each
     /// new one is applied with the next version; `None` in the channel means none
     /// yet, and the plane is not ready until one arrives.
@@ -90,7 +91,7 @@ impl Default for ServeConfig {
             client_limits: ClientLimits::default(),
             random_seed: None,
             control_tls: None,
-            manifests: None,
+            source: None,
             published: None,
             tunnel: None,
             access_log: None,
@@ -188,10 +189,10 @@ impl ServeConfig {
         self
     }
 
-    /// Sets [`ServeConfig::manifests`].
+    /// Sets [`ServeConfig::source`].
     #[must_use]
-    pub fn with_manifests(mut self, source: ManifestSource) -> Self {
-        self.manifests = Some(source);
+    pub fn with_source(mut self, source: impl ConfigSource + 'static) -> Self {
+        self.source = Some(Box::new(source));
         self
     }
 
@@ -257,13 +258,10 @@ impl Server {
         if let Some(initial) = &config.initial {
             cell.apply(initial)?;
         }
-        if let Some(source) = &mut config.manifests {
+        if let Some(source) = &mut config.source {
             let (mut initial, refusals) = source.load().map_err(Error::Source)?;
             for refusal in &refusals {
-                eprintln!(
-                    "culvert: {}: not accepted: {refusal}",
-                    source.path().display()
-                );
+                eprintln!("culvert: {}: not accepted: {refusal}", source.describe());
             }
             initial.version = 1;
             cell.apply(&initial)?;
@@ -363,7 +361,7 @@ impl Server {
             token: config.token,
             workers: links,
             draining: Arc::clone(&server.draining),
-            source: config.manifests.map(RefCell::new),
+            source: config.source.map(RefCell::new),
             published: config.published.map(RefCell::new),
             stats: ConfigApiStats::new(),
             tls: control_tls,

@@ -1,5 +1,5 @@
 //! A global allocator that counts live heap bytes, for the benchmarks that report
-//! memory (this crate's `footprint`, the proxy's `kubernetes_sync`). Include it with
+//! memory (this crate's `footprint`, the binary's `kubernetes_sync`). Include it with
 //! `#[path]`; it installs itself as the global allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};

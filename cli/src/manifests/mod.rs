@@ -1,22 +1,26 @@
 //! Gateway API manifests on disk (a file or a directory of YAML/JSON), translated
-//! into one `DataPlaneConfig` by control-lite, and re-translated when a file changes.
+//! into one `DataPlaneConfig` by control-lite, and re-translated when a file changes:
+//! `culvert serve --config DIR`'s [`culvert_proxy::ConfigSource`]. The data plane polls
+//! it and applies what it loads; this module never touches a snapshot.
 //!
 //! A load with any broken document is refused as a whole: serving the objects that
 //! did parse would silently drop the broken ones' routes, so the running config
 //! stays and the problems are reported. Every data plane the translation produces
 //! (shared per GatewayClass, dedicated per Gateway) is served by this one process.
 
+use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use culvert_control_lite::store::Store;
 use culvert_control_lite::translate::{FixedAddresses, Options, Translation, translate};
+use culvert_proxy::ConfigSource;
 use culvert_router::DataPlaneConfig;
 
 /// Why manifests could not become a config.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SourceError {
+pub(crate) enum SourceError {
     /// Documents failed to load or parse; each entry names file#document and why.
     #[error("{} broken document(s): {}", .0.len(), .0.join("; "))]
     Broken(Vec<String>),
@@ -27,7 +31,7 @@ pub enum SourceError {
 
 /// Manifests on disk and the fingerprint of their last load.
 #[derive(Debug, Clone)]
-pub struct ManifestSource {
+pub(crate) struct ManifestSource {
     path: PathBuf,
     controller_name: String,
     address: String,
@@ -37,7 +41,7 @@ pub struct ManifestSource {
 impl ManifestSource {
     /// Manifests at `path`, for GatewayClasses with `controller_name`, whose Gateways
     /// get `address` (the host's address on bare metal; `0.0.0.0` binds every one).
-    pub fn new(path: impl Into<PathBuf>, controller_name: &str, address: &str) -> Self {
+    pub(crate) fn new(path: impl Into<PathBuf>, controller_name: &str, address: &str) -> Self {
         Self {
             path: path.into(),
             controller_name: controller_name.to_owned(),
@@ -46,15 +50,10 @@ impl ManifestSource {
         }
     }
 
-    /// The path being served.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Loads and translates the manifests now. The version of the result is 0; the
     /// caller assigns one. Also returns the messages of objects the translation did
     /// not accept (they are left out of the config, as a controller would).
-    pub fn load(&mut self) -> Result<(DataPlaneConfig, Vec<String>), SourceError> {
+    pub(crate) fn load(&mut self) -> Result<(DataPlaneConfig, Vec<String>), SourceError> {
         self.fingerprint = fingerprint(&self.path);
         let (store, problems) = Store::load(&self.path);
         if !problems.is_empty() {
@@ -76,8 +75,22 @@ impl ManifestSource {
 
     /// Whether a file under the path was added, removed or changed since the last
     /// [`ManifestSource::load`].
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         fingerprint(&self.path) != self.fingerprint
+    }
+}
+
+impl ConfigSource for ManifestSource {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn load(&mut self) -> Result<(DataPlaneConfig, Vec<String>), Box<dyn Error + Send + Sync>> {
+        Ok(ManifestSource::load(self)?)
+    }
+
+    fn changed(&self) -> bool {
+        ManifestSource::changed(self)
     }
 }
 
@@ -146,3 +159,6 @@ fn walk(path: &Path, depth: usize, files: &mut Vec<(PathBuf, Option<SystemTime>,
     let len = meta.map_or(0, |m| m.len());
     files.push((path.to_owned(), modified, len));
 }
+
+#[cfg(test)]
+mod tests;

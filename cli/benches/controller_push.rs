@@ -13,7 +13,7 @@
 //! change, watches excluded). Full reconcile passes (every 30 s) fall into the
 //! window too and show as writes of the plane objects.
 //!
-//! `cargo bench -p culvert-proxy --bench controller_push -- --planes 50`
+//! `cargo bench -p culvert --bench controller_push -- --planes 50`
 #![allow(
     missing_docs,
     clippy::unwrap_used,

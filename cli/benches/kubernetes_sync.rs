@@ -7,7 +7,7 @@
 //! largest latency, and the live heap of the source's mirror of that cluster
 //! (objects and stored statuses) and of its translation, per 1,000 routes.
 //!
-//! `cargo bench -p culvert-proxy --bench kubernetes_sync -- --routes 10000`
+//! `cargo bench -p culvert --bench kubernetes_sync -- --routes 10000`
 #![allow(
     missing_docs,
     unsafe_code,

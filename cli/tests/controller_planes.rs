@@ -18,6 +18,8 @@
     reason = "tests fail on any unexpected error"
 )]
 
+// The data plane's test helpers, one copy for both crates' tests.
+#[path = "../../proxy/tests/support/mod.rs"]
 mod support;
 
 use std::net::SocketAddr;

@@ -32,13 +32,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::Outcome;
+use crate::manifests::ManifestSource;
 use anyhow::Context;
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
 use culvert_connector::proto::TunnelToken;
 use culvert_kubernetes::{KubernetesSource, SourceConfig};
 use culvert_proxy::{
-    AcmeSettings, ChallengeKind, ClientLimits, ConfigApiTlsFiles, ManifestSource, ServeConfig,
-    Server,
+    AcmeSettings, ChallengeKind, ClientLimits, ConfigApiTlsFiles, ServeConfig, Server,
 };
 use culvert_router::{DataPlaneConfig, parse_duration};
 use culvert_wire::HeadLimits;
@@ -259,7 +259,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.config {
         config = match read_data_plane_config(path)? {
             Some(document) => config.with_initial(document),
-            None => config.with_manifests(ManifestSource::new(
+            None => config.with_source(ManifestSource::new(
                 path,
                 &args.controller_name,
                 args.address.as_deref().unwrap_or("0.0.0.0"),

@@ -16,6 +16,8 @@
     reason = "tests fail on any unexpected error"
 )]
 
+// The data plane's test helpers, one copy for both crates' tests.
+#[path = "../../proxy/tests/support/mod.rs"]
 mod support;
 
 use std::collections::BTreeSet;
@@ -89,7 +91,7 @@ fn committed_manifest_is_the_default_rendering() {
     assert!(
         rendered == committed,
         "deploy/kubernetes/culvert.yaml is stale; regenerate it with\n  \
-         cargo run -p culvert-proxy --bin culvert -- install --mode daemonset --no-secrets \
+         cargo run -p culvert --bin culvert -- install --mode daemonset --no-secrets \
          > deploy/kubernetes/culvert.yaml"
     );
     assert!(!rendered.contains("{{"), "a placeholder was left unfilled");
