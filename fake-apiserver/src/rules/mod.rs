@@ -116,7 +116,7 @@ impl Matcher {
 }
 
 /// A failure to inject into requests matched by method and path (the older,
-/// path-based form of [`Faults::fail`]).
+/// path-based form of [`Faults::fail`](crate::Faults::fail)).
 #[derive(Debug, Clone)]
 pub struct Fault {
     /// Only this method (`GET`, `PATCH`, ...), or any.
