@@ -268,11 +268,12 @@ main() {
     done
     if [[ ${SKIP_BUILD:-0} != 1 ]]; then
         log "building culvert, culvert-echo and culvert-edge-sim (release) into $TARGET_DIR"
-        # Two builds: the simulator's feature must not reach the culvert binary.
+        # Two builds: the simulator's dependency features must not reach the culvert
+        # binary (Cargo unifies features across the packages of one build).
         (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
             cargo build --release -p culvert -p culvert-bench --bins &&
             CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 \
-            cargo build --release -p culvert-connector --features sim --bins)
+            cargo build --release -p culvert-edge-sim --bins)
     fi
     CULVERT_BIN=${CULVERT_BIN:-$TARGET_DIR/release/culvert}
     ECHO_BIN=$TARGET_DIR/release/culvert-echo

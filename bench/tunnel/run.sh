@@ -48,11 +48,12 @@ install_missing wrk:wrk
 
 if [[ -z ${SKIP_BUILD:-} ]]; then
     log "building release binaries (once)"
-    # Two builds: the simulator's feature must not reach the culvert binary.
+    # Two builds: the simulator's dependency features must not reach the culvert
+    # binary (Cargo unifies features across the packages of one build).
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
         -p culvert -p culvert-bench --bins &&
         CARGO_TARGET_DIR=$TARGET_DIR nice -n 10 cargo build --release --quiet \
-        -p culvert-connector --features sim --bins)
+        -p culvert-edge-sim --bins)
 fi
 BIN=$TARGET_DIR/release
 

@@ -585,7 +585,7 @@ fn condition(server: &FakeApiServer, kind: &str, name: &str, condition: &str) ->
 #[tokio::test]
 async fn a_tunnel_gateway_is_reachable_at_cloudflare_s_front_door() {
     use culvert_cloudflare::{AccountId, ApiToken, Client, ZoneId};
-    use culvert_connector::sim::{EdgeSim, SimConfig};
+    use culvert_edge_sim::{EdgeSim, SimConfig};
     use std::str::FromStr as _;
 
     let echo = EchoBackend::start(EchoConfig::new("web")).await.unwrap();

@@ -1,6 +1,6 @@
 //! The crate's one error type.
 //!
-//! Every failure the drivers or the edge simulator can report is a variant of
+//! Every failure the drivers can report is a variant of
 //! [`Error`]; what the protocol core refuses (malformed tokens, frames, Cap'n Proto
 //! messages, RPC sequences, metadata) comes as [`Error::Protocol`]. Peer input never
 //! panics.
@@ -52,7 +52,7 @@ pub enum Error {
     /// The rustls configuration has no cipher suite QUIC can start with.
     #[error("tls setup failed: {0}")]
     QuicCipherSuite(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
-    /// The tunnel or simulator configuration is not usable.
+    /// The tunnel configuration is not usable.
     #[error("invalid configuration: {0}")]
     Config(String),
     /// A QUIC connection to the edge could not be established or was lost.

@@ -26,9 +26,9 @@
 //! * [`discovery`], edge discovery as cloudflared does it (SRV, then A/AAAA, one
 //!   region per SRV target) over a small DNS stub resolver of its own: a sans-IO
 //!   message parser and a thin UDP/TCP layer.
-//! * `sim` (feature `sim`), the edge simulator behind the `culvert-edge-sim` binary: plays
-//!   Cloudflare's side, QUIC and HTTP/2, on loopback for tests, benchmarks and
-//!   unmodified cloudflared.
+//!
+//! Cloudflare's side of the tunnel, for tests, benchmarks and unmodified cloudflared, is
+//! the edge simulator in its own crate, `culvert-edge-sim`.
 //!
 //! It must never route requests itself: requests arriving on tunnel streams are handed
 //! to the data plane, which routes them with the same `culvert-router` table as its own
@@ -38,8 +38,6 @@
 pub mod discovery;
 mod error;
 pub mod io;
-#[cfg(feature = "sim")]
-pub mod sim;
 
 /// The sans-IO protocol core ([`culvert_tunnel_proto`]).
 pub use culvert_tunnel_proto as proto;

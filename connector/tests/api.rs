@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use culvert_connector::io::Tunnel;
 use culvert_connector::proto::{RegistrationError, TunnelToken};
-use culvert_connector::sim::{ApiFault, EdgeSim, SimConfig};
+use culvert_edge_sim::{ApiFault, EdgeSim, SimConfig};
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use support::*;
@@ -282,7 +282,7 @@ async fn the_fault_knob_answers_429_then_503_then_recovers() {
     // Queue two 429s over HTTP.
     let got = request(
         sim.api_addr(),
-        Request::post(culvert_connector::sim::FAULTS_PATH)
+        Request::post(culvert_edge_sim::FAULTS_PATH)
             .header("host", "api")
             .body(http_body_util::Full::new(bytes::Bytes::from_static(
                 br#"{"status":429,"count":2,"retry_after":3}"#,

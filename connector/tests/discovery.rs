@@ -16,7 +16,7 @@ use culvert_connector::discovery::{
     DiscoveryConfig, EdgeRegions, IpVersion, Resolver, ResolverConfig, discover,
 };
 use culvert_connector::io::{ConnectionState, Transport, Tunnel};
-use culvert_connector::sim::{EdgeSim, SimConfig};
+use culvert_edge_sim::{EdgeSim, SimConfig};
 use support::dns::{Data, DnsServer, Mode};
 use support::*;
 

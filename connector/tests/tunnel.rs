@@ -17,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use culvert_connector::io::{BackoffConfig, ConnectionState, Transport, Tunnel, TunnelConfig};
 use culvert_connector::proto::{RegistrationError, TunnelToken};
-use culvert_connector::sim::{EdgeSim, SimConfig, SimConnectionState, SimTransport};
+use culvert_edge_sim::{EdgeSim, SimConfig, SimConnectionState, SimTransport};
 use http::{Request, StatusCode};
 use support::*;
 

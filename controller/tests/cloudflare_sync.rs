@@ -13,10 +13,10 @@ use std::str::FromStr;
 
 use culvert_cloudflare::dns::OwnerId;
 use culvert_cloudflare::{AccountId, ApiToken, Client, NewDnsRecord, ZoneId};
-use culvert_connector::sim::{EdgeSim, SimConfig};
 use culvert_control_lite::model::ObjectKey;
 use culvert_controller::cloudflare_sync::apply::sync_account;
 use culvert_controller::cloudflare_sync::{RouteNames, TunnelSync};
+use culvert_edge_sim::{EdgeSim, SimConfig};
 
 async fn sim() -> (EdgeSim, Client, AccountId, ZoneId) {
     let sim = EdgeSim::start(SimConfig {

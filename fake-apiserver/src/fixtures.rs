@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::{Error, FakeApiServer};
+use crate::FakeApiServer;
+use crate::error::Error;
 
 /// `apiVersion` of the Gateway API kinds.
 pub const GATEWAY_API: &str = "gateway.networking.k8s.io/v1";

@@ -31,8 +31,9 @@
 //! Start at [`FakeApiServer::new`], then [`FakeApiServer::serve`] and [`Faults`].
 //! Modules: `state` (shared state), `registry` (kinds), `store` (MVCC and history),
 //! `api` (object semantics), `list`, `watch`, `selector`, `patch`, `schema` (CRD
-//! defaults), `faults`, `http` (front end), `tls` (certificates and kubeconfig),
-//! `serving` (a running listener).
+//! defaults), `rules` (which requests a fault selects, what it does), `faults` (the
+//! handle adding them), `query` (URL queries), `http` (front end), `tls`
+//! (certificates and kubeconfig), `serving` (a running listener).
 #![forbid(unsafe_code)]
 #![allow(
     clippy::result_large_err,
@@ -46,7 +47,9 @@ pub mod fixtures;
 mod http;
 mod list;
 mod patch;
+mod query;
 mod registry;
+mod rules;
 mod schema;
 mod selector;
 mod serving;
@@ -62,7 +65,8 @@ use std::sync::{Arc, PoisonError};
 use serde_json::Value;
 
 pub use error::{Error, Status};
-pub use faults::{Fault, Faults, Matcher, Verb};
+pub use faults::Faults;
+pub use rules::{Fault, Matcher, Verb};
 pub use serving::Serving;
 pub use state::{LoggedRequest, Profile};
 

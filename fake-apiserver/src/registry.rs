@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Where a kind lives in the API and how it behaves.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use std::path::Path;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::oneshot;
 
-use crate::Error;
+use crate::error::Error;
 use crate::http::Listener;
 use crate::tls;
 

@@ -9,8 +9,9 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use tokio::sync::{broadcast, watch};
 
-use crate::faults::{Matcher, Rule};
+use crate::query::url_query;
 use crate::registry::Registry;
+use crate::rules::{Matcher, Rule};
 use crate::store::Store;
 use crate::tls::Material;
 
@@ -71,7 +72,7 @@ impl LoggedRequest {
 
     /// The decoded value of query parameter `name`, if present.
     pub fn query_param(&self, name: &str) -> Option<String> {
-        crate::http::url_query(&self.query).remove(name)
+        url_query(&self.query).remove(name)
     }
 }
 

@@ -14,7 +14,7 @@ use rcgen::{
 use rustls::ServerConfig;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The CA and the server's rustls configuration.
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::Status;
 use crate::api::{Target, partial, typed};
-use crate::faults::RequestFacts;
+use crate::error::Status;
 use crate::list::ListQuery;
+use crate::rules::RequestFacts;
 use crate::state::{Inner, Profile, Signal};
 use crate::store::{Change, Event};
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use culvert_bench::{EchoBackend, EchoConfig};
 use culvert_connector::io::{EdgeRoots, Transport, TunnelConfig};
-use culvert_connector::sim::{EdgeSim, SimConfig, SimTransport};
+use culvert_edge_sim::{EdgeSim, SimConfig, SimTransport};
 use culvert_proxy::{ServeConfig, Server};
 use http::{Request, StatusCode};
 use http_body_util::Full;

@@ -27,25 +27,25 @@ const READ_CHUNK: usize = 32 * 1024;
 
 /// Counts the streams a connection is serving, so a drain can wait for zero.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight {
+pub struct InFlight {
     count: AtomicUsize,
     idle: Notify,
 }
 
 impl InFlight {
     /// Counts one more stream until the guard drops.
-    pub(crate) fn enter(self: &Arc<Self>) -> InFlightGuard {
+    pub fn enter(self: &Arc<Self>) -> InFlightGuard {
         self.count.fetch_add(1, Ordering::AcqRel);
         InFlightGuard(Arc::clone(self))
     }
 
     /// How many streams are being served.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count.load(Ordering::Acquire)
     }
 
     /// Resolves once no stream is being served.
-    pub(crate) async fn wait_idle(&self) {
+    pub async fn wait_idle(&self) {
         loop {
             let idle = self.idle.notified();
             tokio::pin!(idle);
@@ -60,7 +60,7 @@ impl InFlight {
 
 /// Keeps one stream counted in an [`InFlight`].
 #[derive(Debug)]
-pub(crate) struct InFlightGuard(Arc<InFlight>);
+pub struct InFlightGuard(Arc<InFlight>);
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
@@ -144,7 +144,8 @@ impl TunnelBody {
     }
 
     /// A body of `leftover` followed by the rest of `recv`.
-    pub(crate) fn from_stream(
+    #[doc(hidden)]
+    pub fn from_stream(
         leftover: Bytes,
         recv: quinn::RecvStream,
         content_length: Option<u64>,
@@ -163,7 +164,8 @@ impl TunnelBody {
 
     /// The body of an HTTP/2 stream (the library checks `content-length` itself;
     /// it is kept for the size hint). Trailers are passed on as a trailers frame.
-    pub(crate) fn from_h2(recv: h2::RecvStream, content_length: Option<u64>) -> Self {
+    #[doc(hidden)]
+    pub fn from_h2(recv: h2::RecvStream, content_length: Option<u64>) -> Self {
         if recv.is_end_stream() {
             return Self::empty();
         }
@@ -180,8 +182,8 @@ impl TunnelBody {
     }
 
     /// Keeps `guard` alive as long as the body.
-    #[cfg(feature = "sim")]
-    pub(crate) fn with_guard(mut self, guard: InFlightGuard) -> Self {
+    #[doc(hidden)]
+    pub fn with_guard(mut self, guard: InFlightGuard) -> Self {
         self._guard = Some(guard);
         self
     }
@@ -399,7 +401,9 @@ enum Halves {
 }
 
 impl TunnelStream {
-    pub(crate) fn new(
+    /// Both directions of a QUIC stream, `leftover` first (read past its head).
+    #[doc(hidden)]
+    pub fn new(
         leftover: Bytes,
         recv: quinn::RecvStream,
         send: quinn::SendStream,
@@ -416,7 +420,8 @@ impl TunnelStream {
     }
 
     /// Both directions of an HTTP/2 stream whose heads were exchanged.
-    pub(crate) fn from_h2(
+    #[doc(hidden)]
+    pub fn from_h2(
         recv: h2::RecvStream,
         send: h2::SendStream<Bytes>,
         guard: Option<InFlightGuard>,
@@ -568,7 +573,7 @@ pub(crate) fn poll_h2_write(
 
 /// Sends all of `data` on an HTTP/2 stream, waiting for flow-control credit; with
 /// `end_stream`, the last DATA frame carries END_STREAM (an empty one if `data` is).
-pub(crate) async fn h2_send_all(
+pub async fn h2_send_all(
     send: &mut h2::SendStream<Bytes>,
     mut data: Bytes,
     end_stream: bool,

@@ -82,14 +82,14 @@ pub use tls::{ALPN, EdgeRoots, H2_SERVER_NAME, IDLE_TIMEOUT, KEEP_ALIVE, QUIC_SE
 pub use transport::Transport;
 pub use tunnel::Tunnel;
 
-// What the edge simulator (feature `sim`) shares with the driver.
-#[cfg(feature = "sim")]
-pub(crate) use body::h2_send_all;
-#[cfg(feature = "sim")]
-pub(crate) use body::{InFlight, InFlightGuard};
-#[cfg(feature = "sim")]
-pub(crate) use random::random_uuid;
-#[cfg(feature = "sim")]
-pub(crate) use tls::{crypto_provider, pem_certificates, transport};
-
-pub(crate) use random::random_bytes;
+// What the edge simulator (`culvert-edge-sim`) shares with the driver, so both ends
+// of a loopback tunnel use the same stream bodies, TLS provider and transport
+// settings. Not the connector's API: hidden from its documentation.
+#[doc(hidden)]
+pub use body::{InFlight, InFlightGuard, h2_send_all};
+#[doc(hidden)]
+pub use random::{random_bytes, random_uuid};
+#[doc(hidden)]
+pub use stream::{HeadError, read_head};
+#[doc(hidden)]
+pub use tls::{crypto_provider, pem_certificates, transport};

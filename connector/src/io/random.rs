@@ -6,7 +6,7 @@ use crate::Error;
 use crate::proto::Uuid;
 
 /// `n` random bytes from the operating system (through aws-lc-rs).
-pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
     let mut out = [0u8; N];
     tls::crypto_provider()
         .secure_random
@@ -19,7 +19,7 @@ pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
 }
 
 /// A random (version 4) UUID.
-pub(crate) fn random_uuid() -> Result<Uuid, Error> {
+pub fn random_uuid() -> Result<Uuid, Error> {
     let mut bytes = random_bytes::<16>()?;
     if let Some(b) = bytes.get_mut(6) {
         *b = (*b & 0x0f) | 0x40;

@@ -29,7 +29,7 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why a head could not be read.
 #[derive(Debug)]
-pub(crate) enum HeadError {
+pub enum HeadError {
     /// The stream ended (FIN or reset) before the head was complete.
     Ended(String),
     /// The bytes are not a valid head.
@@ -47,7 +47,7 @@ impl std::fmt::Display for HeadError {
 
 /// Reads from `recv` until `decode` finds one whole head; returns it and the bytes
 /// read past it, which belong to the body.
-pub(crate) async fn read_head<T>(
+pub async fn read_head<T>(
     recv: &mut RecvStream,
     decode: impl Fn(&[u8]) -> Result<Decoded<T>, Error>,
 ) -> Result<(T, Bytes), HeadError> {

@@ -76,7 +76,7 @@ impl Default for EdgeRoots {
 
 /// The aws-lc-rs provider with the key-exchange groups both sides need: the
 /// post-quantum hybrid first, then P-256 (all cloudflared offers) and X25519.
-pub(crate) fn crypto_provider() -> Arc<CryptoProvider> {
+pub fn crypto_provider() -> Arc<CryptoProvider> {
     let mut provider = aws_lc_rs::default_provider();
     provider.kx_groups = vec![
         kx_group::X25519MLKEM768,
@@ -95,10 +95,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
 }
 
 /// Certificates in a PEM buffer; `what` names it in errors.
-pub(crate) fn pem_certificates(
-    pem: &[u8],
-    what: &str,
-) -> Result<Vec<CertificateDer<'static>>, Error> {
+pub fn pem_certificates(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| Error::Pem {
@@ -195,7 +192,7 @@ fn protocol_versions(source: rustls::Error) -> Error {
 }
 
 /// Transport parameters shared by the connector and the simulator.
-pub(crate) fn transport(max_concurrent_bidi_streams: u32) -> TransportConfig {
+pub fn transport(max_concurrent_bidi_streams: u32) -> TransportConfig {
     let mut transport = TransportConfig::default();
     transport
         .keep_alive_interval(Some(KEEP_ALIVE))

@@ -20,7 +20,7 @@ use culvert_connector::io::{
     BackoffConfig, BoxBody, EdgeRoots, ServeFuture, StreamInfo, Transport, Tunnel, TunnelBody,
     TunnelConfig, TunnelHandler, TunnelUpgrade,
 };
-use culvert_connector::sim::{EdgeSim, SimConfig, SimTransport};
+use culvert_edge_sim::{EdgeSim, SimConfig, SimTransport};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt as _, Full};
@@ -139,7 +139,7 @@ pub async fn down(tunnel: Tunnel, sim: EdgeSim) {
 pub async fn wait_sim(
     sim: &EdgeSim,
     what: &str,
-    cond: impl Fn(&culvert_connector::sim::SimStatus) -> bool,
+    cond: impl Fn(&culvert_edge_sim::SimStatus) -> bool,
 ) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -710,7 +710,7 @@ pub async fn api_call(
     token: Option<&str>,
     body: Option<serde_json::Value>,
 ) -> ApiGot {
-    let uri = format!("{}{path}", culvert_connector::sim::API_PREFIX);
+    let uri = format!("{}{path}", culvert_edge_sim::API_PREFIX);
     let mut builder = Request::builder()
         .method(method)
         .uri(uri)

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use culvert_cloudflare::{AccountId, ApiToken, ClaimProver, Client};
-use culvert_connector::sim::{EdgeSim, SimConfig};
 use culvert_control_lite::model::Resource;
 use culvert_control_lite::store::{NamespacedName, Store};
 use culvert_control_lite::translate::{
     ClaimChecker, FixedAddresses, NoClaimChecks, Options, Proof, translate,
 };
+use culvert_edge_sim::{EdgeSim, SimConfig};
 use culvert_tunnel_proto::{TunnelToken, Uuid};
 use serde_json::{Value, json};
 

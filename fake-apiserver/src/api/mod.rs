@@ -7,11 +7,12 @@
 
 use serde_json::{Value, json};
 
+use crate::error::Status;
 use crate::patch::{self, Applier};
 use crate::registry::{CRD_GROUP, Kind, Registry, crd_kinds};
+use crate::schema;
 use crate::state::{Inner, now, random_hex};
 use crate::store::{Change, Key, Store};
-use crate::{Status, schema};
 
 /// What a request path addresses.
 #[derive(Debug, Clone)]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::Status;
 use crate::api::{Target, partial, typed};
+use crate::error::Status;
 use crate::registry::Kind;
 use crate::selector::{Selector, field, label};
 use crate::state::Inner;

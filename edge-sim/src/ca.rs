@@ -17,8 +17,11 @@ use rcgen::{
 };
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::Error;
-use crate::io::{ALPN, H2_SERVER_NAME, QUIC_SERVER_NAME};
+use culvert_connector::io::{
+    ALPN, H2_SERVER_NAME, QUIC_SERVER_NAME, crypto_provider, pem_certificates, transport,
+};
+
+use crate::error::Error;
 
 /// The name cloudflared's connectivity pre-checks dial (2026.8.2 and later).
 const PROBE_SERVER_NAME: &str = "probe.cftunnel.com";
@@ -42,8 +45,8 @@ impl std::fmt::Debug for SimCa {
     }
 }
 
-fn tls_error(what: &str) -> impl Fn(rcgen::Error) -> Error + '_ {
-    move |e| Error::Tls(format!("{what}: {e}"))
+fn tls_error(what: &'static str) -> impl Fn(rcgen::Error) -> Error {
+    move |source| Error::Certificate { what, source }
 }
 
 /// The fixed CA parameters (a reloaded key reissues under the same name).
@@ -104,7 +107,7 @@ impl SimCa {
         let cert = params
             .signed_by(&key, &issuer)
             .map_err(tls_error("leaf certificate"))?;
-        let ca = crate::io::pem_certificates(self.cert_pem.as_bytes(), "ca certificate")?;
+        let ca = pem_certificates(self.cert_pem.as_bytes(), "ca certificate")?;
         let mut chain = vec![cert.der().clone()];
         chain.extend(ca);
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
@@ -115,12 +118,10 @@ impl SimCa {
     /// Go stack accepts both), the same leaf, no ALPN (cloudflared sends none).
     pub(crate) fn h2_server_config(&self) -> Result<Arc<rustls::ServerConfig>, Error> {
         let (chain, key) = self.leaf()?;
-        let tls = rustls::ServerConfig::builder_with_provider(crate::io::crypto_provider())
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| Error::Tls(e.to_string()))?
+        let tls = rustls::ServerConfig::builder_with_provider(crypto_provider())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
             .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(|e| Error::Tls(e.to_string()))?;
+            .with_single_cert(chain, key)?;
         Ok(Arc::new(tls))
     }
 
@@ -128,17 +129,14 @@ impl SimCa {
     /// shared transport settings (keep-alive 1 s, idle 5 s, datagrams on).
     pub(crate) fn server_config(&self) -> Result<quinn::ServerConfig, Error> {
         let (chain, key) = self.leaf()?;
-        let mut tls = rustls::ServerConfig::builder_with_provider(crate::io::crypto_provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| Error::Tls(e.to_string()))?
+        let mut tls = rustls::ServerConfig::builder_with_provider(crypto_provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(|e| Error::Tls(e.to_string()))?;
+            .with_single_cert(chain, key)?;
         tls.alpn_protocols = vec![ALPN.to_vec()];
-        let quic =
-            QuicServerConfig::try_from(Arc::new(tls)).map_err(|e| Error::Tls(e.to_string()))?;
+        let quic = QuicServerConfig::try_from(Arc::new(tls))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
-        config.transport_config(Arc::new(crate::io::transport(CONNECTOR_STREAMS)));
+        config.transport_config(Arc::new(transport(CONNECTOR_STREAMS)));
         Ok(config)
     }
 }

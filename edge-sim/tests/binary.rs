@@ -83,11 +83,10 @@ async fn the_binary_writes_its_state_and_a_connector_registers() {
         config.roots = EdgeRoots::CaFile(dir.join("ca.pem"));
         config.ha_stagger = Duration::from_millis(20);
         let tunnel = Tunnel::new(config).unwrap();
-        let echo = std::rc::Rc::new(Echo::default());
-        tunnel.spawn_all_local(handler(&echo));
+        tunnel.spawn_all_local(hello_handler());
         tunnel.wait_registered(4).await.unwrap();
 
-        let status = get(http, culvert_connector::sim::STATUS_PATH).await;
+        let status = get(http, culvert_edge_sim::STATUS_PATH).await;
         assert_eq!(status.status, StatusCode::OK);
         let json: serde_json::Value = serde_json::from_slice(&status.body.unwrap()).unwrap();
         let registered = json["connections"]
@@ -157,10 +156,9 @@ async fn the_binary_serves_http2_and_records_its_addresses() {
         config.roots = EdgeRoots::CaFile(dir.join("ca.pem"));
         config.ha_stagger = Duration::from_millis(20);
         let tunnel = Tunnel::new(config).unwrap();
-        let echo = std::rc::Rc::new(Echo::default());
-        tunnel.spawn_all_local(handler(&echo));
+        tunnel.spawn_all_local(hello_handler());
         tunnel.wait_registered(4).await.unwrap();
-        let status = get(http, culvert_connector::sim::STATUS_PATH).await;
+        let status = get(http, culvert_edge_sim::STATUS_PATH).await;
         let json: serde_json::Value = serde_json::from_slice(&status.body.unwrap()).unwrap();
         let http2 = json["connections"]
             .as_array()

@@ -27,12 +27,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use super::SimShared;
-use super::edge::{CONTROL_STREAM_TIMEOUT, ControlStream, run_control};
-use super::http::{RESPONSE_HEAD_TIMEOUT, SimBody, bridge, text};
-use super::registry::SimConn;
-use crate::io::{InFlightGuard, TunnelBody, TunnelStream, h2_send_all};
-use crate::proto::http2::{CONTROL_STREAM, ResponseHead, UPGRADE_HEADER, WEBSOCKET};
+use culvert_connector::io::{BoxError, InFlightGuard, TunnelBody, TunnelStream, h2_send_all};
+use culvert_tunnel_proto::http2::{CONTROL_STREAM, ResponseHead, UPGRADE_HEADER, WEBSOCKET};
+
+use crate::body::{SimBody, text};
+use crate::edge::{CONTROL_STREAM_TIMEOUT, ControlStream, run_control};
+use crate::forward::{RESPONSE_HEAD_TIMEOUT, bridge, destination};
+use crate::registry::SimConn;
+use crate::shared::SimShared;
 
 /// How long a TLS handshake may take.
 const TLS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -233,7 +235,7 @@ pub(crate) async fn forward(
             format!("connection {conn_id}: {what}\n"),
         )
     };
-    let destination = super::http::destination(&parts);
+    let destination = destination(&parts);
     let mut request = Request::new(());
     *request.method_mut() = parts.method.clone();
     *request.uri_mut() = match destination.parse() {
@@ -330,7 +332,7 @@ pub(crate) async fn forward(
             .and_then(|v| v.trim().parse().ok())
     };
     let body = TunnelBody::from_h2(recv, length).with_guard(guard);
-    let mut response = Response::new(body.map_err(crate::io::BoxError::from).boxed());
+    let mut response = Response::new(body.map_err(BoxError::from).boxed());
     *response.status_mut() = decoded.status;
     *response.headers_mut() = decoded.headers;
     response

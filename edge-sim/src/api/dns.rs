@@ -2,18 +2,28 @@
 //! conflict rules of the v4 API (a record identical to an existing one (type, name,
 //! content) is `81058`; a CNAME where an A, AAAA or CNAME of the name exists, or any
 //! record where a CNAME exists, is `81053`), and the lookup the front door routes
-//! by ([`Cloud::records_for`]: exact name, else the closest wildcard).
+//! by ([`Records::for_host`]: exact name, else the closest wildcard). It knows
+//! nothing of tunnels or the account around the zones.
 
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::state::{ApiError, Cloud, Zone, internal, random_hex};
+use culvert_tunnel_proto::Uuid;
+
+use super::error::{ApiError, internal};
 use super::time::now_rfc3339;
-use crate::proto::Uuid;
+use crate::random::random_hex;
 
 /// The suffix of a tunnel's CNAME target (`<tunnel-id>.cfargotunnel.com`).
 pub(crate) const TUNNEL_TARGET_SUFFIX: &str = ".cfargotunnel.com";
+
+/// One zone of the account.
+#[derive(Debug, Clone)]
+pub(crate) struct Zone {
+    pub(crate) id: String,
+    pub(crate) name: String,
+}
 
 /// One DNS record.
 #[derive(Debug, Clone)]
@@ -83,35 +93,40 @@ const MAX_NAME: usize = 253;
 const MAX_CONTENT: usize = 4096;
 const MAX_RECORDS: usize = 10_000;
 
-impl Cloud {
-    pub(crate) fn create_record(
-        &mut self,
-        zone: &Zone,
-        body: RecordBody,
-    ) -> Result<Record, ApiError> {
-        if self.records.len() >= MAX_RECORDS {
+/// The records of every zone of the account, in creation order.
+#[derive(Debug, Default)]
+pub(crate) struct Records(Vec<Record>);
+
+impl Records {
+    /// Every record, in creation order.
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, Record> {
+        self.0.iter()
+    }
+
+    pub(crate) fn create(&mut self, zone: &Zone, body: RecordBody) -> Result<Record, ApiError> {
+        if self.0.len() >= MAX_RECORDS {
             return Err(ApiError::bad_request(81045, "Record quota exceeded."));
         }
-        let record = self.checked_record(zone, body, None)?;
-        self.records.push(record.clone());
+        let record = self.checked(zone, body, None)?;
+        self.0.push(record.clone());
         Ok(record)
     }
 
-    pub(crate) fn replace_record(
+    pub(crate) fn replace(
         &mut self,
         zone: &Zone,
         id: &str,
         body: RecordBody,
     ) -> Result<Record, ApiError> {
         let Some(index) = self
-            .records
+            .0
             .iter()
             .position(|r| r.zone_id == zone.id && r.id == id)
         else {
             return Err(record_not_found());
         };
-        let mut record = self.checked_record(zone, body, Some(id))?;
-        if let Some(old) = self.records.get_mut(index) {
+        let mut record = self.checked(zone, body, Some(id))?;
+        if let Some(old) = self.0.get_mut(index) {
             record.id = old.id.clone();
             record.created_on = old.created_on.clone();
             *old = record.clone();
@@ -119,11 +134,10 @@ impl Cloud {
         Ok(record)
     }
 
-    pub(crate) fn delete_record(&mut self, zone: &Zone, id: &str) -> Result<Value, ApiError> {
-        let before = self.records.len();
-        self.records
-            .retain(|r| !(r.zone_id == zone.id && r.id == id));
-        if self.records.len() == before {
+    pub(crate) fn delete(&mut self, zone: &Zone, id: &str) -> Result<Value, ApiError> {
+        let before = self.0.len();
+        self.0.retain(|r| !(r.zone_id == zone.id && r.id == id));
+        if self.0.len() == before {
             return Err(record_not_found());
         }
         Ok(json!({ "id": id }))
@@ -131,7 +145,7 @@ impl Cloud {
 
     /// Validates a record body against the zone and the conflict rules, ignoring
     /// the record `replacing` (a `PUT`).
-    fn checked_record(
+    fn checked(
         &self,
         zone: &Zone,
         body: RecordBody,
@@ -190,7 +204,7 @@ impl Cloud {
             content
         };
         let others = || {
-            self.records
+            self.0
                 .iter()
                 .filter(|r| r.zone_id == zone.id && r.name == name)
                 .filter(|r| Some(r.id.as_str()) != replacing)
@@ -227,16 +241,15 @@ impl Cloud {
 
     /// The records deciding where `host` goes: those named `host`, else those of
     /// the closest wildcard (`*.<suffix>`, any depth below it), as DNS resolves.
-    pub(crate) fn records_for(&self, host: &str) -> Vec<&Record> {
-        let exact: Vec<&Record> = self.records.iter().filter(|r| r.name == host).collect();
+    pub(crate) fn for_host(&self, host: &str) -> Vec<&Record> {
+        let exact: Vec<&Record> = self.0.iter().filter(|r| r.name == host).collect();
         if !exact.is_empty() {
             return exact;
         }
         let mut rest = host;
         while let Some((_, parent)) = rest.split_once('.') {
             let wildcard = format!("*.{parent}");
-            let matched: Vec<&Record> =
-                self.records.iter().filter(|r| r.name == wildcard).collect();
+            let matched: Vec<&Record> = self.0.iter().filter(|r| r.name == wildcard).collect();
             if !matched.is_empty() {
                 return matched;
             }
@@ -282,8 +295,8 @@ mod tests {
     use serde_json::json;
 
     use super::full_name;
-    use crate::sim::api::{Cloud, TunnelEntry};
-    use crate::sim::generate_token;
+    use crate::api::state::{Cloud, TunnelEntry};
+    use crate::random::generate_token;
 
     fn cloud() -> Cloud {
         let token = generate_token().expect("random");
@@ -301,7 +314,8 @@ mod tests {
         let body = serde_json::from_value(json!({"type": kind, "name": name, "content": content}))
             .expect("valid body");
         cloud
-            .create_record(&zone, body)
+            .records
+            .create(&zone, body)
             .map(|r| r.id)
             .map_err(|e| e.code)
     }
@@ -354,7 +368,7 @@ mod tests {
             json!({"type": "CNAME", "name": "c", "content": "u.example.net"}),
         )
         .expect("valid body");
-        let replaced = cloud.replace_record(&zone, &c, body).expect("replace");
+        let replaced = cloud.records.replace(&zone, &c, body).expect("replace");
         assert_eq!(replaced.content, "u.example.net");
         assert_eq!(replaced.id, c);
         // Validation.
@@ -376,7 +390,8 @@ mod tests {
         }
         let content = |host: &str| -> Vec<String> {
             cloud
-                .records_for(host)
+                .records
+                .for_host(host)
                 .iter()
                 .map(|r| r.content.clone())
                 .collect()

@@ -14,9 +14,10 @@
 use http::StatusCode;
 use serde_json::Value;
 
-use super::SimShared;
-use super::api::Cloud;
-use crate::proto::Uuid;
+use culvert_tunnel_proto::Uuid;
+
+use crate::api::state::Cloud;
+use crate::shared::SimShared;
 
 /// The decision for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +69,8 @@ pub(crate) fn decide(cloud: &Cloud, default: Uuid, host: Option<&str>) -> Route 
         return default;
     };
     let target = cloud
-        .records_for(&host)
+        .records
+        .for_host(&host)
         .iter()
         .find_map(|r| r.tunnel_target());
     let Some(id) = target else {
@@ -128,10 +130,11 @@ mod tests {
     use http::StatusCode;
     use serde_json::json;
 
+    use culvert_tunnel_proto::Uuid;
+
     use super::{Route, decide, host_name, hostname_matches};
-    use crate::proto::Uuid;
-    use crate::sim::api::{Cloud, TunnelEntry};
-    use crate::sim::generate_token;
+    use crate::api::state::{Cloud, TunnelEntry};
+    use crate::random::generate_token;
 
     /// An account with zone `example.com`, a start-up tunnel and a second tunnel
     /// `b` (with a remote configuration for `app.example.com` only), and records:
@@ -172,7 +175,7 @@ mod tests {
                 "type": kind, "name": name, "content": content, "proxied": proxied,
             }))
             .expect("valid body");
-            cloud.create_record(&zone, body).expect("no conflict");
+            cloud.records.create(&zone, body).expect("no conflict");
         }
         (cloud, startup.tunnel_id, b_id)
     }

@@ -5,7 +5,7 @@
 //! `Cf-Visitor`, `X-Forwarded-Proto`), bodies streamed both ways, websockets bridged
 //! after a `101`; plus `GET /_sim/status`. Accepted sockets get `TCP_NODELAY`. The
 //! API listener runs the same loop with `api::handle`. HTTP/2 forwarding lives in
-//! `edge_h2.rs`.
+//! `edge_h2.rs`, what both transports' forwarding shares in `forward.rs`.
 //!
 //! Each forwarded request follows PROTOCOL.md §4: the edge writes preamble and
 //! `ConnectRequest` in one write, then the raw request body up to FIN, and reads the
@@ -16,32 +16,27 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
-use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, UPGRADE};
 use http::header::{HeaderName, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt as _, Full};
+use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use quinn::VarInt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::SimShared;
-use super::registry::SimConn;
-use super::route::{self, Route};
-use crate::io::stream::read_head;
-use crate::io::{BoxError, InFlightGuard, TunnelBody, TunnelStream};
-use crate::proto::preamble::{decode_response_head, encode_request_head};
-use crate::proto::{ConnectRequest, ConnectionType, metadata};
+use culvert_connector::io::{BoxError, TunnelBody, TunnelStream, read_head};
+use culvert_tunnel_proto::preamble::{decode_response_head, encode_request_head};
+use culvert_tunnel_proto::{ConnectRequest, ConnectionType, metadata};
 
-/// How long a connector may take to answer with a response head (Cloudflare: 100 s).
-pub(crate) const RESPONSE_HEAD_TIMEOUT: Duration = Duration::from_secs(100);
-
-pub(crate) type SimBody = BoxBody<Bytes, BoxError>;
+use crate::body::{SimBody, text};
+use crate::forward::{RESPONSE_HEAD_TIMEOUT, bridge, destination};
+use crate::registry::SimConn;
+use crate::route::{self, Route};
+use crate::shared::SimShared;
+use crate::{api, edge_h2};
 
 const CF_CONNECTING_IP: &str = "cf-connecting-ip";
 const X_FORWARDED_FOR: &str = "x-forwarded-for";
@@ -51,16 +46,6 @@ const X_FORWARDED_PROTO: &str = "x-forwarded-proto";
 
 /// The path of the status endpoint.
 pub const STATUS_PATH: &str = "/_sim/status";
-
-pub(crate) fn text(status: StatusCode, body: String) -> Response<SimBody> {
-    let mut response = Response::new(Full::new(Bytes::from(body)).map_err(|e| match e {}).boxed());
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
 
 /// Which plain HTTP listener a loop serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +78,7 @@ pub(crate) async fn accept_loop(
                         async move {
                             let response = match which {
                                 Listener::FrontDoor => handle(shared, req, peer).await,
-                                Listener::Api => super::api::handle(shared, req).await,
+                                Listener::Api => api::handle(shared, req).await,
                             };
                             Ok::<_, Infallible>(response)
                         }
@@ -140,7 +125,7 @@ fn add_edge_headers(headers: &mut http::HeaderMap, peer: SocketAddr) {
         .collect();
     chain.push(&ip);
     let forwarded = chain.join(", ");
-    let ray: String = crate::io::random_bytes::<8>()
+    let ray: String = culvert_connector::io::random_bytes::<8>()
         .unwrap_or_default()
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -206,7 +191,7 @@ async fn forward(
         SimConn::Quic(conn) => conn,
         SimConn::Http2 { send, .. } => {
             let (parts, body) = req.into_parts();
-            return super::edge_h2::forward(conn_id, send, parts, body, on_upgrade, guard).await;
+            return edge_h2::forward(conn_id, send, parts, body, on_upgrade, guard).await;
         }
     };
     let (mut send, mut recv) = match conn.open_bi().await {
@@ -329,32 +314,4 @@ async fn pump_request_body(mut body: Incoming, mut send: quinn::SendStream) {
         }
     }
     let _ = send.finish();
-}
-
-/// Copies websocket frames both ways until either side ends.
-pub(crate) async fn bridge(
-    on_upgrade: hyper::upgrade::OnUpgrade,
-    stream: TunnelStream,
-    guard: InFlightGuard,
-) {
-    let _guard = guard;
-    let Ok(upgraded) = on_upgrade.await else {
-        stream.abort();
-        return;
-    };
-    let mut client = TokioIo::new(upgraded);
-    let mut stream = stream;
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut stream).await;
-}
-
-/// The URL an eyeball request is forwarded to the connector as: its `Host` (or
-/// `localhost`) and its path and query, over `http` (the edge terminated TLS).
-pub(super) fn destination(parts: &http::request::Parts) -> String {
-    let host = parts
-        .headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    format!("http://{host}{path}")
 }

@@ -11,8 +11,8 @@ use hyper::body::Incoming;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::state::ApiError;
-use crate::sim::http::SimBody;
+use super::error::ApiError;
+use crate::body::SimBody;
 
 /// The largest request body read.
 const MAX_BODY: usize = 1024 * 1024;

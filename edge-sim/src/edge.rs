@@ -23,14 +23,15 @@ use quinn::VarInt;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until};
 
-use super::SimShared;
-use super::api::now_rfc3339;
-use super::registry::SimConn;
-use crate::io::{InFlight, random_uuid};
-use crate::proto::{
+use culvert_connector::io::{InFlight, random_uuid};
+use culvert_tunnel_proto::{
     ConnectionDetails, ConnectionError, ConnectionResponse, ControlServer, RegisterConnection,
-    ServerCallId, ServerEvent, registration::DUPLICATE_CONNECTION_CAUSE,
+    ServerCallId, ServerEvent, Uuid, registration::DUPLICATE_CONNECTION_CAUSE,
 };
+
+use crate::api::time::now_rfc3339;
+use crate::registry::SimConn;
+use crate::shared::SimShared;
 
 /// How long a connector may take to open (QUIC) or accept (HTTP/2) the control stream.
 pub(crate) const CONTROL_STREAM_TIMEOUT: Duration = Duration::from_secs(10);
@@ -267,7 +268,7 @@ fn refusal(cause: String, should_retry: bool) -> ConnectionResponse {
 /// Accepts or refuses one registration.
 fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> ConnectionResponse {
     let index = request.conn_index;
-    let tunnel_id = crate::proto::Uuid::from_slice(&request.tunnel_id);
+    let tunnel_id = Uuid::from_slice(&request.tunnel_id);
     let known = tunnel_id.and_then(|t| {
         let cloud = shared.cloud();
         cloud
@@ -303,7 +304,7 @@ fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> Connecti
         refusal(
             format!(
                 "tunnel {} is not known to this edge",
-                crate::proto::Uuid::from_slice(&request.tunnel_id)
+                Uuid::from_slice(&request.tunnel_id)
                     .map_or_else(|| format!("{:02x?}", request.tunnel_id), |u| u.to_string())
             ),
             false,
@@ -318,7 +319,7 @@ fn decide(shared: &SimShared, id: u64, request: &RegisterConnection) -> Connecti
     match &response {
         ConnectionResponse::Details(details) => shared.event(format!(
             "connection {id}: registered connIndex {index} (client {}, version {:?}, arch {:?}, features {:?}, previous attempts {}), connection id {}",
-            crate::proto::Uuid::from_slice(&client.client_id)
+            Uuid::from_slice(&client.client_id)
                 .map_or_else(|| "?".to_owned(), |u| u.to_string()),
             client.version,
             client.arch,

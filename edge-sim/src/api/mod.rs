@@ -10,14 +10,17 @@
 //! (`401`, code `10000`, otherwise); another account's ID is `403` (code `9109`).
 //! `POST /_sim/api-faults` (no token) queues faults: the next requests answer `429`
 //! with `Retry-After` (code `971`) or a 5xx, one fault per request.
-//! `state.rs` holds the account and its tunnels, `dns.rs` the records and their
-//! rules, `envelope.rs` the answer format and query parsing, `time.rs` the
-//! timestamps.
+//!
+//! Layers, each importing only those below it: `error.rs` (the error answer) and
+//! `time.rs` (timestamps) at the bottom; `dns.rs` (zones, records and their rules);
+//! `state.rs` (the account: tunnels, zones, records, faults); `envelope.rs` (the
+//! answer format and query parsing); this file's handlers on top.
 
 mod dns;
 mod envelope;
-mod state;
-mod time;
+mod error;
+pub(crate) mod state;
+pub(crate) mod time;
 
 use std::sync::Arc;
 
@@ -27,21 +30,19 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 pub use state::ApiFault;
-pub(crate) use state::{Cloud, TunnelEntry, random_hex};
-pub(crate) use time::now_rfc3339;
 
-use super::http::SimBody;
-use super::{SimConnection, SimConnectionState, SimShared};
+use crate::body::SimBody;
+use crate::registry::{SimConnection, SimConnectionState};
+use crate::shared::SimShared;
+use dns::{Zone, record_not_found};
 use envelope::{failure, page, param, query_pairs, read_json, success};
-use state::{ApiError, route_not_found};
+use error::{ApiError, route_not_found};
+use state::{Cloud, TunnelEntry};
 
 /// The API's path prefix.
 pub const API_PREFIX: &str = "/client/v4";
 /// The path of the fault knob (`POST`, body `{"status":429,"count":2,"retry_after":1}`).
 pub const FAULTS_PATH: &str = "/_sim/api-faults";
-/// The largest `per_page` the simulator honours by default (smaller than
-/// Cloudflare's, so clients exercise pagination).
-pub const DEFAULT_API_MAX_PER_PAGE: u32 = 5;
 
 /// A `POST /_sim/api-faults` body.
 #[derive(Debug, serde::Deserialize)]
@@ -246,7 +247,7 @@ async fn dispatch(
     }
 }
 
-fn zone_json(cloud: &Cloud, zone: &state::Zone) -> Value {
+fn zone_json(cloud: &Cloud, zone: &Zone) -> Value {
     json!({
         "id": zone.id,
         "name": zone.name,
@@ -356,7 +357,7 @@ async fn tunnels(
 async fn records(
     shared: &SimShared,
     method: &Method,
-    zone: &state::Zone,
+    zone: &Zone,
     rest: &[&str],
     path: &str,
     query: &[(String, String)],
@@ -382,7 +383,7 @@ async fn records(
         }
         (&Method::POST, []) => {
             let body = read_json(req).await?;
-            let record = shared.cloud().create_record(zone, body)?;
+            let record = shared.cloud().records.create(zone, body)?;
             shared.event(format!(
                 "api: created {} {} -> {}",
                 record.kind, record.name, record.content
@@ -396,13 +397,11 @@ async fn records(
                 .iter()
                 .find(|r| r.zone_id == zone.id && r.id == *id)
                 .map(|r| success(r.to_json(&zone.name)))
-                .ok_or_else(|| {
-                    ApiError::new(StatusCode::NOT_FOUND, 81044, "Record does not exist.")
-                })
+                .ok_or_else(record_not_found)
         }
         (&Method::PUT, [id]) => {
             let body = read_json(req).await?;
-            let record = shared.cloud().replace_record(zone, id, body)?;
+            let record = shared.cloud().records.replace(zone, id, body)?;
             shared.event(format!(
                 "api: replaced {} {} -> {}",
                 record.kind, record.name, record.content
@@ -410,7 +409,7 @@ async fn records(
             Ok(success(record.to_json(&zone.name)))
         }
         (&Method::DELETE, [id]) => {
-            let result = shared.cloud().delete_record(zone, id)?;
+            let result = shared.cloud().records.delete(zone, id)?;
             shared.event(format!("api: deleted record {id} in {}", zone.name));
             Ok(success(result))
         }

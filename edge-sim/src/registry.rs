@@ -14,8 +14,8 @@ use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::io::{InFlight, InFlightGuard};
-use crate::proto::{RegisterConnection, Uuid};
+use culvert_connector::io::{InFlight, InFlightGuard};
+use culvert_tunnel_proto::{RegisterConnection, Uuid};
 
 /// How many log lines the status endpoint keeps.
 const MAX_EVENTS: usize = 1000;

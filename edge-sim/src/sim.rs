@@ -1,206 +1,32 @@
-//! The edge simulator: plays Cloudflare's side of the tunnel on loopback, for tests,
-//! benchmarks and unmodified cloudflared (`culvert-edge-sim`), and the part of the
-//! Cloudflare v4 API that manages tunnels and DNS.
-//!
-//! Start at [`EdgeSim::start`] with a [`SimConfig`]. It binds QUIC listeners and
-//! HTTP/2 (TLS over TCP) listeners, both with a certificate for
-//! `quic.cftunnel.com`, `h2.cftunnel.com` and `probe.cftunnel.com` from its own CA,
-//! [`SimCa`]; accepts registrations on either transport for every tunnel it knows:
-//! the start-up one (its [`TunnelToken`]) and those created through the API, as long
-//! as they are not deleted; forwards requests from a plain HTTP listener (the front
-//! door) over new streams to registered connections of the tunnel the request's
-//! `Host` routes to (`route.rs`: a proxied CNAME to `<tunnel-id>.cfargotunnel.com`,
-//! then the tunnel's remote ingress; hosts without such a record go to the start-up
-//! tunnel), and serves its status as JSON at `GET /_sim/status`.
-//!
-//! A second plain HTTP listener serves the API under [`API_PREFIX`] (`api/`): one
-//! account ([`SimConfig::account_id`]), its zones ([`SimConfig::zones`]), DNS
-//! records, tunnels and their configurations, a bearer API token, and a fault knob
-//! ([`FAULTS_PATH`], [`EdgeSim::add_api_faults`]). API state lives in memory only:
-//! a restart forgets tunnels, records and configurations created through it.
-//!
-//! With a state directory it writes `ca.pem`, `ca-key.pem`, `edge-addrs`,
-//! `h2-addrs`, `http-addr`, `api-addr`, `api-token` and, last, `tunnel-token` once
-//! it is listening, and reuses an existing CA, API token and start-up token there
-//! on restart.
-//!
-//! Files: `edge.rs` (QUIC connections and the control stream, shared by both
-//! transports, and registration), `edge_h2.rs` (HTTP/2 connections and
-//! forwarding), `http.rs` (the front door and the API listener's loop), `route.rs`
-//! (front-door routing), `api/` (the API and the account state), `registry.rs`
-//! (connections and events), `ca.rs`.
-//!
-//! It must never be exposed beyond loopback: it trusts whoever holds a token and
-//! logs freely.
-
-mod api;
-mod ca;
-mod edge;
-mod edge_h2;
-mod http;
-mod registry;
-mod route;
+//! [`EdgeSim`]: binds every listener, loads or creates the CA and the tokens,
+//! spawns the listeners' loops, writes the state directory, and shuts it all down.
+//! The one place that knows every part of the simulator; nothing imports it.
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use culvert_tunnel_proto::TunnelToken;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use api::{API_PREFIX, ApiFault, DEFAULT_API_MAX_PER_PAGE, FAULTS_PATH};
-pub use ca::SimCa;
-pub use http::STATUS_PATH;
-pub use registry::{SimConnection, SimConnectionState, SimTransport};
-
-use crate::Error;
-use crate::io::{random_bytes, random_uuid};
-use crate::proto::TunnelToken;
-use api::{Cloud, TunnelEntry};
-use registry::Registry;
+use crate::api::state::{Cloud, TunnelEntry};
+use crate::api::{API_PREFIX, ApiFault};
+use crate::ca::SimCa;
+use crate::config::SimConfig;
+use crate::error::Error;
+use crate::random::{generate_token, random_hex};
+use crate::shared::{SimShared, SimStatus};
+use crate::{edge, edge_h2, http};
 
 /// The name of the start-up tunnel in the API.
 pub const STARTUP_TUNNEL_NAME: &str = "culvert-edge-sim";
-/// How long an unregister reply may wait for in-flight streams by default.
-pub const DEFAULT_UNREGISTER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long binding a busy address is retried (a restarted simulator may find its
 /// previous sockets not yet released).
 const BIND_RETRY: Duration = Duration::from_secs(3);
-
-/// What to start.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    /// QUIC listener addresses (port 0 picks a free port).
-    pub quic: Vec<SocketAddr>,
-    /// HTTP/2 (TLS over TCP) listener addresses; none by default.
-    pub h2: Vec<SocketAddr>,
-    /// The plain HTTP listener (the front door).
-    pub http: SocketAddr,
-    /// The API listener (`/client/v4/...`).
-    pub api: SocketAddr,
-    /// Where to write (and find) `ca.pem`, `ca-key.pem`, `tunnel-token`, ...
-    pub state_dir: Option<PathBuf>,
-    /// The token to accept; else the state directory's, else a new one.
-    pub token: Option<TunnelToken>,
-    /// The CA to use; else the state directory's, else a new one.
-    pub ca: Option<SimCa>,
-    /// Print events to stderr.
-    pub log: bool,
-    /// Bound on how long an unregister reply waits for in-flight streams.
-    pub unregister_timeout: Duration,
-    /// `ConnectionDetails.locationName` (and the API's `colo_name`).
-    pub location: String,
-    /// The account ID (32 lowercase hex); else the start-up token's account tag. A
-    /// start-up token generated here belongs to it.
-    pub account_id: Option<String>,
-    /// The API token to accept; else the state directory's `api-token`, else a new one.
-    pub api_token: Option<String>,
-    /// The account's zones (`example.com`); their IDs are generated.
-    pub zones: Vec<String>,
-    /// Faults the first API requests answer with, in order.
-    pub api_faults: Vec<ApiFault>,
-    /// The largest `per_page` of API lists.
-    pub api_max_per_page: u32,
-}
-
-impl SimConfig {
-    /// Four QUIC listeners and the HTTP listener on free loopback ports (set `h2`
-    /// for HTTP/2 listeners).
-    pub fn loopback() -> Self {
-        let any = SocketAddr::from(([127, 0, 0, 1], 0));
-        Self {
-            quic: vec![any; 4],
-            h2: Vec::new(),
-            http: any,
-            api: any,
-            state_dir: None,
-            token: None,
-            ca: None,
-            log: false,
-            unregister_timeout: DEFAULT_UNREGISTER_TIMEOUT,
-            location: "SIM".to_owned(),
-            account_id: None,
-            api_token: None,
-            zones: Vec::new(),
-            api_faults: Vec::new(),
-            api_max_per_page: DEFAULT_API_MAX_PER_PAGE,
-        }
-    }
-}
-
-/// The simulator's status, as `GET /_sim/status` serves it.
-#[derive(Debug, Clone, Serialize)]
-pub struct SimStatus {
-    /// The start-up tunnel (more may be created through the API).
-    pub tunnel_id: String,
-    /// Its account tag.
-    pub account_tag: String,
-    /// Every connection, registered or not.
-    pub connections: Vec<SimConnection>,
-    /// The event log (registrations, refusals, unregisters, closes), oldest first.
-    pub events: Vec<String>,
-}
-
-impl SimStatus {
-    /// Connections currently registered (not draining).
-    pub fn registered(&self) -> usize {
-        self.connections
-            .iter()
-            .filter(|c| c.state == SimConnectionState::Registered)
-            .count()
-    }
-}
-
-/// State shared by the simulator's tasks.
-pub(crate) struct SimShared {
-    /// The start-up tunnel's token (the default route of the front door).
-    token: TunnelToken,
-    location: String,
-    unregister_timeout: Duration,
-    api_max_per_page: u32,
-    registry: Mutex<Registry>,
-    /// The account: tunnels, zones, records. Never held across an `.await`; when
-    /// both are needed, this one is taken after the registry's guard was dropped.
-    cloud: Mutex<Cloud>,
-}
-
-impl SimShared {
-    /// The registry; never hold the guard across an `.await`.
-    fn registry(&self) -> MutexGuard<'_, Registry> {
-        self.registry
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The account; never hold the guard across an `.await`.
-    fn cloud(&self) -> MutexGuard<'_, Cloud> {
-        self.cloud
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn add_api_faults(&self, faults: impl IntoIterator<Item = ApiFault>) {
-        self.cloud().faults.extend(faults);
-    }
-
-    fn event(&self, line: String) {
-        self.registry().event(line);
-    }
-
-    fn status(&self) -> SimStatus {
-        let (connections, events) = self.registry().snapshot();
-        SimStatus {
-            tunnel_id: self.token.tunnel_id.to_string(),
-            account_tag: self.token.account_tag.clone(),
-            connections,
-            events,
-        }
-    }
-}
 
 /// A running simulator. Stop it with [`EdgeSim::shutdown`].
 pub struct EdgeSim {
@@ -224,20 +50,6 @@ impl std::fmt::Debug for EdgeSim {
             .field("api", &self.api_addr)
             .finish_non_exhaustive()
     }
-}
-
-/// A new token: random account tag, 32-byte secret and tunnel ID.
-pub fn generate_token() -> Result<TunnelToken, Error> {
-    let account: String = random_bytes::<16>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(TunnelToken {
-        account_tag: account,
-        tunnel_secret: random_bytes::<32>()?.to_vec(),
-        tunnel_id: random_uuid()?,
-        endpoint: None,
-    })
 }
 
 fn io_error(what: String) -> impl FnOnce(std::io::Error) -> Error {
@@ -298,9 +110,7 @@ impl EdgeSim {
     /// Binds every listener, then writes the state directory (if any) and returns.
     pub async fn start(config: SimConfig) -> Result<Self, Error> {
         if config.quic.is_empty() && config.h2.is_empty() {
-            return Err(Error::Config(
-                "the simulator needs at least one quic or http/2 address".into(),
-            ));
+            return Err(Error::NoEdgeListener);
         }
         let dir = config.state_dir.as_deref();
         if let Some(dir) = dir {
@@ -329,7 +139,7 @@ impl EdgeSim {
         let token = match (&config.token, dir) {
             (Some(token), _) => token.clone(),
             (None, Some(dir)) => match read_optional(&dir.join("tunnel-token"))? {
-                Some(text) => TunnelToken::parse(&text)?,
+                Some(text) => TunnelToken::parse(&text).map_err(Error::Token)?,
                 None => new_token()?,
             },
             (None, None) => new_token()?,
@@ -338,14 +148,12 @@ impl EdgeSim {
             (Some(token), _) => token.trim().to_owned(),
             (None, Some(dir)) => match read_optional(&dir.join("api-token"))? {
                 Some(text) if !text.trim().is_empty() => text.trim().to_owned(),
-                _ => api::random_hex::<20>()?,
+                _ => random_hex::<20>()?,
             },
-            (None, None) => api::random_hex::<20>()?,
+            (None, None) => random_hex::<20>()?,
         };
         if api_token.is_empty() || !api_token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(Error::Config(
-                "the api token must be printable ascii without spaces".into(),
-            ));
+            return Err(Error::InvalidApiToken);
         }
         let account_id = config
             .account_id
@@ -357,9 +165,7 @@ impl EdgeSim {
                     .bytes()
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
         {
-            return Err(Error::Config(format!(
-                "account id {account_id:?} is not 32 lowercase hex characters"
-            )));
+            return Err(Error::InvalidAccountId(account_id));
         }
         let startup = TunnelEntry::new(&token, STARTUP_TUNNEL_NAME, "cloudflare");
         let mut cloud = Cloud::new(account_id, api_token, &config.zones, startup)?;
@@ -394,14 +200,7 @@ impl EdgeSim {
         let api_addr = api_listener
             .local_addr()
             .map_err(io_error(format!("api listener {}", config.api)))?;
-        let shared = Arc::new(SimShared {
-            token,
-            location: config.location.clone(),
-            unregister_timeout: config.unregister_timeout,
-            api_max_per_page: config.api_max_per_page,
-            registry: Mutex::new(Registry::new(config.log)),
-            cloud: Mutex::new(cloud),
-        });
+        let shared = Arc::new(SimShared::new(&config, token, cloud));
         let (shutdown, _) = watch::channel(false);
         let mut tasks = Vec::new();
         for (endpoint, addr) in endpoints.iter().zip(&quic_addrs) {

@@ -21,12 +21,14 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsAcceptor;
 
 use crate::api::{self, Patch, Target, WriteOptions};
-use crate::faults::{Action, RequestFacts, Verb};
+use crate::error::Status;
 use crate::list::{self, ListQuery};
+use crate::query::url_query;
 use crate::registry::Registry;
+use crate::rules::{Action, RequestFacts, Verb};
 use crate::state::{Inner, LoggedRequest};
 use crate::tls::Material;
-use crate::{Status, watch};
+use crate::watch;
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -485,49 +487,3 @@ fn resources(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": group_version, "resources": resources}))
 }
-
-/// Decodes a URL query string (`+` is a space, `%XX` a byte).
-pub(crate) fn url_query(text: &str) -> BTreeMap<String, String> {
-    text.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests;

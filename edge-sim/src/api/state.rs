@@ -1,6 +1,6 @@
 //! The simulated account behind the API and the edge: its tunnels (with their
-//! secrets and remote configurations), zones, DNS records (their rules are in
-//! `dns.rs`), the API token, and the queued API faults. Operations return the
+//! secrets and remote configurations), zones and DNS records (`dns.rs`), the API
+//! token, and the queued API faults. Operations return the
 //! Cloudflare error (status, code, message) they would answer with; the HTTP side
 //! in `mod.rs` only wraps them.
 
@@ -12,49 +12,14 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::dns::Record;
+use culvert_connector::io::{random_bytes, random_uuid};
+use culvert_tunnel_proto::{TunnelToken, Uuid};
+
+use super::dns::{Records, Zone};
+use super::error::{ApiError, internal, route_not_found};
 use super::time::now_rfc3339;
-use crate::Error;
-use crate::io::{random_bytes, random_uuid};
-use crate::proto::{TunnelToken, Uuid};
-
-/// An API answer that is an error: HTTP status, envelope code and message.
-#[derive(Debug, Clone)]
-pub(crate) struct ApiError {
-    pub(crate) status: StatusCode,
-    pub(crate) code: u32,
-    pub(crate) message: String,
-}
-
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, code: u32, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn bad_request(code: u32, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
-    }
-}
-
-/// `n` random bytes as lowercase hex.
-pub(crate) fn random_hex<const N: usize>() -> Result<String, Error> {
-    Ok(random_bytes::<N>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
-}
-
-pub(crate) fn internal(e: &Error) -> ApiError {
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        10001,
-        format!("internal error: {e}"),
-    )
-}
+use crate::error::Error;
+use crate::random::random_hex;
 
 /// One tunnel of the account (or the start-up tunnel, whatever its account).
 #[derive(Debug, Clone)]
@@ -114,13 +79,6 @@ impl TunnelEntry {
     }
 }
 
-/// One zone of the account.
-#[derive(Debug, Clone)]
-pub(crate) struct Zone {
-    pub(crate) id: String,
-    pub(crate) name: String,
-}
-
 /// A fault the next API request answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub struct ApiFault {
@@ -141,7 +99,7 @@ pub(crate) struct Cloud {
     /// Every tunnel, in creation order (deleted ones stay, marked).
     pub(crate) tunnels: Vec<TunnelEntry>,
     pub(crate) zones: Vec<Zone>,
-    pub(crate) records: Vec<Record>,
+    pub(crate) records: Records,
     pub(crate) faults: VecDeque<ApiFault>,
 }
 
@@ -189,7 +147,7 @@ impl Cloud {
             api_token_id: random_hex::<16>()?,
             tunnels: vec![startup],
             zones: out,
-            records: Vec::new(),
+            records: Records::default(),
             faults: VecDeque::new(),
         })
     }
@@ -263,12 +221,14 @@ impl Cloud {
                     ));
                 }
             },
-            None => random_bytes::<32>().map_err(|e| internal(&e))?.to_vec(),
+            None => random_bytes::<32>()
+                .map_err(|e| internal(&e.into()))?
+                .to_vec(),
         };
         let token = TunnelToken {
             account_tag: self.account_id.clone(),
             tunnel_secret: secret,
-            tunnel_id: random_uuid().map_err(|e| internal(&e))?,
+            tunnel_id: random_uuid().map_err(|e| internal(&e.into()))?,
             endpoint: None,
         };
         let tunnel = TunnelEntry::new(&token, &name, config_src);
@@ -323,15 +283,6 @@ fn tunnel_not_found(id: &str) -> ApiError {
         StatusCode::NOT_FOUND,
         1003,
         format!("tunnel {id:?} not found"),
-    )
-}
-
-/// The 404 of an unknown route or object identifier (code 7003).
-pub(crate) fn route_not_found(path: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        7003,
-        format!("Could not route to {path}, perhaps your object identifier is invalid?"),
     )
 }
 

@@ -1,4 +1,4 @@
-//! `culvert-edge-sim`: the edge simulator as a program (see `culvert_connector::sim`).
+//! `culvert-edge-sim`: the edge simulator as a program (see `culvert_edge_sim`).
 //!
 //! Parses the command line, starts the simulator, prints where it listens and runs
 //! until SIGINT or SIGTERM. Everything else lives in the library.
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Parser;
 use culvert_connector::proto::TunnelToken;
-use culvert_connector::sim::{EdgeSim, STATUS_PATH, SimConfig};
+use culvert_edge_sim::{EdgeSim, STATUS_PATH, SimConfig};
 
 /// Plays Cloudflare's edge for Cloudflare Tunnel connectors, on loopback.
 #[derive(Debug, Parser)]
