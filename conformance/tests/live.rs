@@ -20,7 +20,7 @@ fn vectors() -> PathBuf {
 
 /// The effective user id of this process, from `/proc/self/status`.
 fn effective_uid() -> u32 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let status = fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     status
         .lines()
         .find_map(|line| line.strip_prefix("Uid:"))
