@@ -11,9 +11,13 @@ pub enum Error {
     /// The configuration cannot be used; nothing was attempted.
     #[error("invalid acme config: {0}")]
     Config(String),
-    /// No root certificate to check the ACME directory's TLS certificate against.
+    /// No root certificate to check the ACME directory's TLS certificate against (why,
+    /// in words: the system store's read errors are all there is).
     #[error("no trusted root certificates for the acme directory: {0}")]
     Trust(String),
+    /// The TLS settings for the ACME directory cannot be made: `trust` is unusable.
+    #[error("unusable tls settings for the acme directory")]
+    Tls(#[source] culvert_tls::Error),
     /// Reading or writing a file under the state directory failed.
     #[error("{action} {}", path.display())]
     Io {

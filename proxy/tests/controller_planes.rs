@@ -119,7 +119,7 @@ async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Val
     roots
         .add(CertificateDer::from_pem_slice(credentials.ca_pem.as_bytes()).ok()?)
         .ok()?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .ok()?
