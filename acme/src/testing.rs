@@ -5,10 +5,11 @@
 //!
 //! Everything here panics on failure: it is a test harness.
 #![allow(
+    clippy::disallowed_methods,
     clippy::unwrap_used,
     clippy::expect_used,
     missing_docs,
-    reason = "test harness: a failure here should stop the test loudly"
+    reason = "test harness: a failure here should stop the test loudly, and it waits on the real clock"
 )]
 
 use std::fs;

@@ -2,6 +2,7 @@
 //! larger than any ACME object, no answer at all. Each round must end with an error, in
 //! bounded time, without a panic and without writing anything.
 #![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 use std::error::Error as _;
 use std::sync::Arc;

@@ -39,6 +39,10 @@ pub mod discovery;
 mod error;
 pub mod io;
 #[cfg(feature = "sim")]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the simulator is a test fake that owns its clock"
+)]
 pub mod sim;
 
 /// The sans-IO protocol core ([`culvert_tunnel_proto`]).

@@ -10,8 +10,10 @@ use rustls::crypto::CryptoProvider;
 pub fn crypto_provider() -> Arc<CryptoProvider> {
     static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
     Arc::clone(PROVIDER.get_or_init(|| {
-        // This crate is the one place that names the provider (see `clippy.toml`).
-        #[allow(clippy::disallowed_methods)]
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "this crate is the one place that names the provider"
+        )]
         let provider = rustls::crypto::aws_lc_rs::default_provider();
         Arc::new(provider)
     }))

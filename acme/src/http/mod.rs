@@ -66,6 +66,10 @@ impl AcmeHttp {
 }
 
 impl HttpClient for AcmeHttp {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the HTTP client is IO: a Retry-After date is measured from now"
+    )]
     fn request(
         &self,
         request: Request<BodyWrapper<Bytes>>,

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;

@@ -103,6 +103,10 @@ fn write_lines(receiver: &Receiver<String>, dropped: &AtomicU64) {
 
 /// When something that has run for `elapsed` began, as [`rfc3339`]: the wall clock
 /// is read once, when the line is written.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the log line is written on the wall clock"
+)]
 pub(crate) fn started_rfc3339(elapsed: std::time::Duration) -> String {
     let started = SystemTime::now()
         .checked_sub(elapsed)

@@ -49,8 +49,10 @@ where
     tcp.enforce_http(false);
     tcp.set_nodelay(options.nodelay);
     tcp.set_connect_timeout(Some(options.connect_timeout));
-    // This crate is the one place that builds the connector (see `clippy.toml`).
-    #[allow(clippy::disallowed_methods)]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "this crate is the one place that builds the connector"
+    )]
     let builder = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls);
     let connector = if options.allow_http {
         builder.https_or_http().enable_http1().wrap_connector(tcp)

@@ -31,6 +31,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods, reason = "compares with the real clock")]
     fn the_date_is_an_http_date_of_now() {
         let text = with_http_date(|date| String::from_utf8(date.to_vec()).unwrap());
         let parsed = httpdate::parse_http_date(&text).unwrap();
