@@ -85,7 +85,14 @@ pub enum Error {
         #[source]
         source: rcgen::Error,
     },
-    /// The task talking to the ACME server ended abnormally (a bug, not server input).
+    /// The task talking to the ACME server, or a blocking file task, panicked or was
+    /// cancelled (a bug or a shutdown, not server input).
+    #[error("the acme task ended abnormally")]
+    Join(#[source] tokio::task::JoinError),
+    /// rustls refused the TLS-ALPN-01 challenge certificate's key.
+    #[error("challenge key refused by rustls")]
+    ChallengeKey(#[source] rustls::Error),
+    /// Something this crate computed itself is wrong (a bug, not server input).
     #[error("the acme task ended abnormally: {0}")]
     Task(String),
 }
