@@ -11,9 +11,13 @@ pub enum Error {
     /// The configuration cannot be used; nothing was attempted.
     #[error("invalid acme config: {0}")]
     Config(String),
-    /// No root certificate to check the ACME directory's TLS certificate against.
+    /// No root certificate to check the ACME directory's TLS certificate against (why,
+    /// in words: the system store's read errors are all there is).
     #[error("no trusted root certificates for the acme directory: {0}")]
     Trust(String),
+    /// The TLS settings for the ACME directory cannot be made: `trust` is unusable.
+    #[error("unusable tls settings for the acme directory")]
+    Tls(#[source] culvert_tls::Error),
     /// Reading or writing a file under the state directory failed.
     #[error("{action} {}", path.display())]
     Io {
@@ -81,7 +85,14 @@ pub enum Error {
         #[source]
         source: rcgen::Error,
     },
-    /// The task talking to the ACME server ended abnormally (a bug, not server input).
+    /// The task talking to the ACME server, or a blocking file task, panicked or was
+    /// cancelled (a bug or a shutdown, not server input).
+    #[error("the acme task ended abnormally")]
+    Join(#[source] tokio::task::JoinError),
+    /// rustls refused the TLS-ALPN-01 challenge certificate's key.
+    #[error("challenge key refused by rustls")]
+    ChallengeKey(#[source] rustls::Error),
+    /// Something this crate computed itself is wrong (a bug, not server input).
     #[error("the acme task ended abnormally: {0}")]
     Task(String),
 }

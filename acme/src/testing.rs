@@ -5,10 +5,11 @@
 //!
 //! Everything here panics on failure: it is a test harness.
 #![allow(
+    clippy::disallowed_methods,
     clippy::unwrap_used,
     clippy::expect_used,
     missing_docs,
-    reason = "test harness: a failure here should stop the test loudly"
+    reason = "test harness: a failure here should stop the test loudly, and it waits on the real clock"
 )]
 
 use std::fs;
@@ -228,17 +229,7 @@ fn pebble_tls(dir: &Path) -> (String, PathBuf, PathBuf) {
 
 /// A client config trusting the PEM certificates `roots_pem`.
 pub fn client_config(roots_pem: &str) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(roots_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    rustls::ClientConfig::builder_with_provider(
-        rustls::crypto::aws_lc_rs::default_provider().into(),
-    )
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth()
+    culvert_tls::client_config(culvert_tls::pem_roots(roots_pem.as_bytes()).unwrap()).unwrap()
 }
 
 /// One HTTP/1.0 GET over TLS: the status and the body.
@@ -272,7 +263,7 @@ pub fn verify_chain(chain_pem: &[u8], root: &CertificateDer<'static>, name: &str
     );
     let mut roots = rustls::RootCertStore::empty();
     roots.add(root.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let verifier =
         rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()

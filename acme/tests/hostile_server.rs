@@ -2,6 +2,7 @@
 //! larger than any ACME object, no answer at all. Each round must end with an error, in
 //! bounded time, without a panic and without writing anything.
 #![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -29,14 +30,12 @@ async fn serve(behaviour: Behaviour) -> (String, String) {
         .self_signed(&key)
         .unwrap();
     let private = rustls_pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(
-        rustls::crypto::aws_lc_rs::default_provider().into(),
-    )
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![certificate.der().clone()], private)
-    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(culvert_tls::crypto_provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![certificate.der().clone()], private)
+        .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -4,6 +4,7 @@
 //! answer failing the order promptly. Needs `pebble` (`apt-get install pebble`); with
 //! `CULVERT_SKIP_PEBBLE=1` and no `pebble`, each test says so and passes.
 #![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 mod support;
 

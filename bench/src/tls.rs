@@ -99,7 +99,7 @@ pub(crate) fn server_config(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| unusable(&error))?;
     let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).map_err(|error| unusable(&error))?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|error| unusable(&error))?;

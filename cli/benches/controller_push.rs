@@ -20,6 +20,10 @@
     clippy::expect_used,
     reason = "benchmark harness"
 )]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "benchmarks measure the real clock"
+)]
 
 #[path = "support/args.rs"]
 mod args;

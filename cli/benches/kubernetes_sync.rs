@@ -15,6 +15,10 @@
     clippy::expect_used,
     reason = "benchmark harness with a counting allocator"
 )]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "benchmarks measure the real clock"
+)]
 
 #[path = "../../router/benches/support/counting.rs"]
 mod counting;

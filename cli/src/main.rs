@@ -13,6 +13,10 @@
 #![deny(unsafe_code)]
 
 mod allocator;
+#[allow(
+    clippy::disallowed_methods,
+    reason = "commands wait and date certificates on the real clock"
+)]
 mod commands;
 mod manifests;
 

@@ -17,6 +17,7 @@
     clippy::expect_used,
     reason = "tests fail on any unexpected error"
 )]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 // The data plane's test helpers, one copy for both crates' tests.
 #[path = "../../proxy/tests/support/mod.rs"]
@@ -121,7 +122,7 @@ async fn plane_config(addr: SocketAddr, credentials: &Credentials) -> Option<Val
     roots
         .add(CertificateDer::from_pem_slice(credentials.ca_pem.as_bytes()).ok()?)
         .ok()?;
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .ok()?

@@ -7,6 +7,7 @@
     clippy::expect_used,
     reason = "tests fail on any unexpected error"
 )]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 // The data plane's test helpers, one copy for both crates' tests.
 #[path = "../../proxy/tests/support/mod.rs"]

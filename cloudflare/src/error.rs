@@ -37,9 +37,13 @@ pub enum Error {
     /// The client configuration cannot be used; nothing was sent.
     #[error("invalid cloudflare client config: {0}")]
     Config(String),
-    /// No root certificate to check the API's TLS certificate against.
+    /// No root certificate to check the API's TLS certificate against (why, in words:
+    /// the system store's read errors are all there is).
     #[error("no trusted root certificates for the cloudflare api: {0}")]
     Trust(String),
+    /// The TLS settings for the API cannot be made: the extra CA is unusable.
+    #[error("unusable tls settings for the cloudflare api")]
+    Tls(#[source] culvert_tls::Error),
     /// A value given to the client (an id, a token, a rule list) is not acceptable;
     /// nothing was sent.
     #[error("invalid {kind}: {reason}")]

@@ -666,7 +666,7 @@ fn tls_material() -> (String, Arc<rustls::ServerConfig>) {
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

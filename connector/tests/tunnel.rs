@@ -763,7 +763,7 @@ async fn the_edge_certificate_covers_the_probe_name() {
     for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(sim.ca().cert_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
-    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

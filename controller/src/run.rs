@@ -250,6 +250,10 @@ pub async fn run(
 
 /// One pass over what `wanted` says. A `full` pass reads and applies everything;
 /// otherwise planes `memory` holds unchanged are handed on as they were.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the reconcile loop owns the wall clock credentials are dated by"
+)]
 pub async fn reconcile(
     cluster: &Cluster,
     settings: &Settings,

@@ -59,6 +59,10 @@ pub struct Controller {
 /// Connects with `source` (its `on_translation`, `status_overlay` and
 /// `status_wake` are the controller's own) and starts the watches. Call inside a
 /// Tokio runtime: the pushes run on it.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the controller's runtime starts its state machines on the real clock"
+)]
 pub async fn start(settings: Settings, mut source: SourceConfig) -> Result<Controller, StartError> {
     let pusher = Pusher::new(PushSettings::default())?;
     let summaries = pusher.subscribe();

@@ -1,6 +1,7 @@
 //! The `culvert-edge-sim` binary: state directory contract, a connector registering
 //! against it with the files it wrote, over QUIC and over HTTP/2 (`--h2`).
 #![allow(clippy::unwrap_used, reason = "tests fail loudly")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 mod support;
 

@@ -61,7 +61,7 @@ impl Material {
             .signed_by(&server_key, &issuer)
             .map_err(Error::Certificate)?;
 
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = culvert_tls::crypto_provider();
         let mut server = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(Error::Tls)?

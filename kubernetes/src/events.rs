@@ -6,6 +6,11 @@
 //! refilled at [`PER_SECOND`] per second for the whole process, so a bad edit to a
 //! thousand routes cannot flood the API server. Dropped events are counted.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the cluster side owns its clock: event deduplication windows"
+)]
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

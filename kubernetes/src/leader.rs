@@ -7,6 +7,11 @@
 //! cannot both win. A holder that cannot renew within the duration steps down
 //! before anyone else can take over.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the cluster side owns its clock: Lease renewal deadlines"
+)]
+
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};

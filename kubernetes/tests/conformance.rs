@@ -4,6 +4,7 @@
 //! the config the source published (requests replayed statically against it).
 //! The tally must equal the direct run's, with nothing failed.
 #![allow(clippy::unwrap_used, reason = "tests fail on any error")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 //! The Kubernetes source against the fake API server over loopback: what it serves,
 //! the status it writes, and the faults it survives.
 #![allow(clippy::unwrap_used, reason = "tests fail on any error")]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 use std::future::Future;
 use std::sync::Arc;

@@ -57,7 +57,5 @@ pub use snapshot::{Applied, Snapshot, SnapshotCell};
 pub use source::ConfigSource;
 pub use tls::{CertificateStore, ClientAuth, ClientIdentity, Termination, TlsSettings};
 
-/// The one TLS crypto provider Culvert uses, everywhere: aws-lc-rs.
-pub fn crypto_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
-    std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider())
-}
+/// The one TLS crypto provider Culvert uses, everywhere: aws-lc-rs (`culvert-tls`).
+pub use culvert_tls::crypto_provider;

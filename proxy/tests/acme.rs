@@ -11,6 +11,7 @@
     clippy::expect_used,
     reason = "tests fail on any unexpected error"
 )]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;

@@ -6,6 +6,7 @@
     clippy::expect_used,
     reason = "tests fail on any unexpected error"
 )]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 
 mod support;
 

@@ -21,14 +21,13 @@ pub mod outcome;
 pub mod path;
 mod regex;
 pub mod rule;
-mod timestamp;
 pub mod uri_bytes;
 
 pub use config::DataPlaneConfig;
+pub use culvert_time::parse_rfc3339;
 pub use duration::parse_duration;
 pub use error::{Error, HostnameProblem, Origin};
 pub use regex::RegexLimits;
-pub use timestamp::parse_rfc3339;
 mod table;
 
 pub use table::{

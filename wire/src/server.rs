@@ -7,9 +7,7 @@
 //! built from. Every field the client sent stays in the request; the proxy strips
 //! the hop-by-hop ones before forwarding.
 
-use std::cell::RefCell;
 use std::mem::MaybeUninit;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BytesMut;
 use http::header::{self, HeaderMap};
@@ -260,13 +258,15 @@ impl RequestFacts {
 /// connection decided. For a `101` the fields are
 /// written as they are (its `Connection` and `Upgrade` are the point); otherwise
 /// the response's own framing and connection fields are replaced. A `Date` is added
-/// when the response has none.
+/// when the response has none: `date`, the current time as an HTTP-date, which the
+/// caller supplies (this codec reads no clock).
 pub fn encode_response_head(
     out: &mut Vec<u8>,
     status: StatusCode,
     fields: (Option<&RawFields>, &HeaderMap),
     framing: ResponseBodyFraming,
     connection: Option<&'static [u8]>,
+    date: &[u8],
 ) {
     let (raw, headers) = fields;
     out.extend_from_slice(b"HTTP/1.1 ");
@@ -293,7 +293,7 @@ pub fn encode_response_head(
         push_field(out, name.as_str().as_bytes(), value.as_bytes());
     }
     if !dated {
-        with_date(|date| push_field(out, b"date", date));
+        push_field(out, b"date", date);
     }
     match framing {
         ResponseBodyFraming::Length(length) => {
@@ -330,22 +330,4 @@ pub fn error_response(error: WireError) -> &'static [u8] {
         }
         _ => b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
     }
-}
-
-/// The current time as an HTTP-date, formatted once per second per thread.
-fn with_date(write: impl FnOnce(&[u8])) {
-    thread_local! {
-        static DATE: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
-    }
-    let now = SystemTime::now();
-    let second = now
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    DATE.with_borrow_mut(|(cached, text)| {
-        if *cached != second {
-            *cached = second;
-            *text = httpdate::fmt_http_date(now);
-        }
-        write(text.as_bytes());
-    });
 }

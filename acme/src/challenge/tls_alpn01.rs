@@ -96,8 +96,8 @@ fn challenge_certificate(name: &str, digest: &[u8]) -> Result<CertifiedKey, Erro
     let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     // Not `CertifiedKey::from_der`: its key check parses the certificate with webpki,
     // which refuses the critical extension it does not know.
-    let signing_key = rustls::crypto::aws_lc_rs::sign::any_ecdsa_type(&private)
-        .map_err(|err| Error::Task(format!("challenge key refused by rustls: {err}")))?;
+    let signing_key =
+        rustls::crypto::aws_lc_rs::sign::any_ecdsa_type(&private).map_err(Error::ChallengeKey)?;
     Ok(CertifiedKey::new(
         vec![certificate.der().clone()],
         signing_key,

@@ -82,9 +82,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Error> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| Error::Task(err.to_string()))
+    tokio::task::spawn_blocking(work).await.map_err(Error::Join)
 }
 
 #[cfg(test)]

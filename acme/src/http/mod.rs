@@ -1,7 +1,7 @@
 //! The HTTPS client the ACME protocol runs over. `instant-acme` signs and parses; this
 //! moves the bytes, and stands between it and the server:
 //!
-//! - TLS is rustls on aws-lc-rs, trusting the configured roots (and the system's unless
+//! - TLS is `culvert-tls`'s client (rustls on aws-lc-rs), trusting the configured roots (and the system's unless
 //!   turned off), HTTPS only.
 //! - Every exchange, body included, ends within the request timeout, and a body larger
 //!   than [`MAX_BODY`] is refused rather than buffered.
@@ -14,17 +14,12 @@ use std::pin::Pin;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use culvert_tls::HttpsClient;
 use http::header::RETRY_AFTER;
 use http::{HeaderMap, HeaderValue, Method, Request};
 use http_body_util::{BodyExt, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use instant_acme::{BodyWrapper, BytesResponse, HttpClient};
 use rustls::RootCertStore;
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 
 use crate::Error;
 use crate::config::Settings;
@@ -49,7 +44,7 @@ pub(crate) enum Failure {
 
 /// The [`HttpClient`] handed to `instant-acme`.
 pub(crate) struct AcmeHttp {
-    client: Client<HttpsConnector<HttpConnector>, BodyWrapper<Bytes>>,
+    client: HttpsClient<BodyWrapper<Bytes>>,
     directory_url: String,
     timeout: Duration,
 }
@@ -57,24 +52,11 @@ pub(crate) struct AcmeHttp {
 impl AcmeHttp {
     pub(crate) fn new(settings: &Settings) -> Result<Self, Error> {
         let roots = roots(settings.trust.as_deref(), settings.system_roots)?;
-        let provider = rustls::crypto::aws_lc_rs::default_provider();
-        let tls = rustls::ClientConfig::builder_with_provider(provider.into())
-            .with_safe_default_protocol_versions()
-            .map_err(|err| Error::Trust(err.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_connect_timeout(Some(settings.request_timeout));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_only()
-            .enable_http1()
-            .wrap_connector(tcp);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+        let tls = culvert_tls::client_config(roots).map_err(Error::Tls)?;
+        let client = culvert_tls::https_client(
+            tls,
+            culvert_tls::HttpsOptions::new(settings.request_timeout),
+        );
         Ok(Self {
             client,
             directory_url: settings.directory_url.clone(),
@@ -84,6 +66,10 @@ impl AcmeHttp {
 }
 
 impl HttpClient for AcmeHttp {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the HTTP client is IO: a Retry-After date is measured from now"
+    )]
     fn request(
         &self,
         request: Request<BodyWrapper<Bytes>>,
@@ -121,30 +107,19 @@ fn other(error: impl std::error::Error + Send + Sync + 'static) -> instant_acme:
     instant_acme::Error::Other(Box::new(error))
 }
 
-/// The roots to check the directory's certificate against.
+/// The roots to check the directory's certificate against: the configured ones, and
+/// the system's unless turned off. Empty only when neither is asked for.
 fn roots(extra_pem: Option<&str>, system: bool) -> Result<RootCertStore, Error> {
     let mut roots = RootCertStore::empty();
     if let Some(pem) = extra_pem {
-        let certificates = CertificateDer::pem_slice_iter(pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|err| Error::Trust(format!("trust is not PEM: {err}")))?;
-        if certificates.is_empty() {
-            return Err(Error::Trust("trust holds no certificate".to_owned()));
-        }
-        for certificate in certificates {
-            roots
-                .add(certificate)
-                .map_err(|err| Error::Trust(format!("trust: {err}")))?;
-        }
+        culvert_tls::add_pem_roots(&mut roots, pem.as_bytes()).map_err(Error::Tls)?;
     }
     if system {
-        let found = rustls_native_certs::load_native_certs();
-        let (added, _ignored) = roots.add_parsable_certificates(found.certs);
-        if added == 0 && roots.is_empty() {
-            let errors: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+        let found = culvert_tls::add_system_roots(&mut roots);
+        if found.added == 0 && roots.is_empty() {
             return Err(Error::Trust(format!(
                 "no system root certificates found ({})",
-                errors.join("; ")
+                found.errors_text()
             )));
         }
     }

@@ -59,7 +59,7 @@ fn a_directory_must_list_urls() {
 fn trust_must_be_pem_certificates() {
     assert!(matches!(
         roots(Some("nonsense"), false),
-        Err(Error::Trust(_))
+        Err(Error::Tls(culvert_tls::Error::NoCertificate))
     ));
     let key = rcgen::KeyPair::generate().unwrap();
     let ca = rcgen::CertificateParams::new(Vec::<String>::new())

@@ -196,7 +196,7 @@ impl Manager {
             Ok::<_, Error>((account, issued))
         });
         let _abort = AbortOnDrop(task.abort_handle());
-        task.await.map_err(|err| Error::Task(err.to_string()))?
+        task.await.map_err(Error::Join)?
     }
 
     /// Runs rounds until `shutdown` completes: after a success, the next round is at

@@ -78,8 +78,7 @@ pub(crate) fn check_pair(
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|err| format!("private key is not PEM: {err}"))?;
-    let provider = rustls::crypto::aws_lc_rs::default_provider();
-    CertifiedKey::from_der(chain, key, &provider)
+    CertifiedKey::from_der(chain, key, &culvert_tls::crypto_provider())
         .map_err(|err| format!("certificate and key do not go together: {err}"))?;
     Ok(validity)
 }

@@ -8,6 +8,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use culvert_time::CivilDate;
+
 /// When a certificate starts and stops being valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Validity {
@@ -111,17 +113,14 @@ fn time(tag: u8, value: &[u8]) -> Result<SystemTime, Malformed> {
     let hour = digits(&rest[4..6])?;
     let minute = digits(&rest[6..8])?;
     let second = digits(&rest[8..10])?;
-    if !(1..=12).contains(&month)
-        || day == 0
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
+    let date = u8::try_from(month)
+        .ok()
+        .zip(u8::try_from(day).ok())
+        .and_then(|(month, day)| CivilDate::new(i64::from(year), month, day));
+    let Some(date) = date.filter(|_| hour <= 23 && minute <= 59 && second <= 59) else {
         return Err(Malformed("time out of range"));
-    }
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
+    };
+    let seconds = date.to_days() * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
     let offset = Duration::from_secs(seconds.unsigned_abs());
     let at = if seconds >= 0 {
         SystemTime::UNIX_EPOCH.checked_add(offset)
@@ -139,27 +138,6 @@ fn digits(bytes: &[u8]) -> Result<u32, Malformed> {
             Err(Malformed("time has a non-digit"))
         }
     })
-}
-
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        4 | 6 | 9 | 11 => 30,
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: u32, month: u32, day: u32) -> i64 {
-    let year = i64::from(year) - i64::from(month <= 2);
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month = i64::from(month);
-    let day_of_year =
-        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 #[cfg(test)]

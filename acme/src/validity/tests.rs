@@ -94,9 +94,9 @@ proptest! {
     fn days_agree_with_counting(days in 0i64..200_000) {
         let date = SystemTime::UNIX_EPOCH + Duration::from_secs(days as u64 * 86_400);
         // Walk forward from 1970-01-01 counting month lengths, the slow way.
-        let (mut year, mut month, mut left) = (1970u32, 1u32, days);
-        while left >= i64::from(days_in_month(year, month)) {
-            left -= i64::from(days_in_month(year, month));
+        let (mut year, mut month, mut left) = (1970i64, 1u8, days);
+        while left >= i64::from(culvert_time::days_in_month(year, month)) {
+            left -= i64::from(culvert_time::days_in_month(year, month));
             month += 1;
             if month == 13 { month = 1; year += 1; }
         }

@@ -116,13 +116,12 @@ impl TlsAlpnResponder {
     pub async fn start(challenges: Challenges) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let mut config = rustls::ServerConfig::builder_with_provider(
-            rustls::crypto::aws_lc_rs::default_provider().into(),
-        )
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(challenges.tls_alpn01().clone()));
+        let mut config =
+            rustls::ServerConfig::builder_with_provider(culvert_tls::crypto_provider())
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_cert_resolver(Arc::new(challenges.tls_alpn01().clone()));
         config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let handshakes = Arc::new(Mutex::new(Vec::new()));

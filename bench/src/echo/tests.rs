@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -660,7 +661,7 @@ async fn get_over_tls(
     client: Option<(&str, &str)>,
 ) -> Result<Answer, String> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -1,5 +1,10 @@
 //! The verdict cache as a table over time.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests give the verdict cache real instants"
+)]
+
 use std::time::{Duration, Instant};
 
 use culvert_tunnel_proto::{TunnelToken, Uuid};

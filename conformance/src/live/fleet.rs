@@ -196,7 +196,7 @@ fn serving_tls(
     for certificate in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
         roots.add(certificate.ok()?).ok()?;
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
         .ok()?;

@@ -16,7 +16,7 @@ use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
-use rustls::crypto::aws_lc_rs::{self, kx_group};
+use rustls::crypto::aws_lc_rs::kx_group;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 
@@ -74,10 +74,11 @@ impl Default for EdgeRoots {
     }
 }
 
-/// The aws-lc-rs provider with the key-exchange groups both sides need: the
-/// post-quantum hybrid first, then P-256 (all cloudflared offers) and X25519.
+/// The process's provider (`culvert-tls`, aws-lc-rs) with the key-exchange groups both
+/// sides need: the post-quantum hybrid first, then P-256 (all cloudflared offers) and
+/// X25519.
 pub fn crypto_provider() -> Arc<CryptoProvider> {
-    let mut provider = aws_lc_rs::default_provider();
+    let mut provider = CryptoProvider::clone(&culvert_tls::crypto_provider());
     provider.kx_groups = vec![
         kx_group::X25519MLKEM768,
         kx_group::SECP256R1,

@@ -23,7 +23,7 @@ pub const RENEW_DAYS: u64 = 30;
 /// Years the controller's CA is valid.
 pub const CA_YEARS: i32 = 10;
 
-const DAY: u64 = 86_400;
+const DAY: u64 = culvert_time::SECONDS_PER_DAY;
 
 /// Why a credential could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,10 +34,10 @@ pub enum CredentialError {
     Random,
     /// rcgen refused a key or certificate.
     #[error("certificate: {0}")]
-    Certificate(String),
+    Certificate(#[source] rcgen::Error),
     /// The CA's PEM does not load.
     #[error("the controller CA does not load: {0}")]
-    Authority(String),
+    Authority(#[source] rcgen::Error),
 }
 
 /// 32 random bytes from the system generator, as 64 hex digits.
@@ -80,8 +80,10 @@ impl Authority {
         let (year, month, day) = utc_date(now.saturating_sub(DAY));
         params.not_before = rcgen::date_time_ymd(year, month, day);
         params.not_after = rcgen::date_time_ymd(year + CA_YEARS, month, day.min(28));
-        let key = KeyPair::generate().map_err(certificate)?;
-        let certificate = params.self_signed(&key).map_err(certificate)?;
+        let key = KeyPair::generate().map_err(CredentialError::Certificate)?;
+        let certificate = params
+            .self_signed(&key)
+            .map_err(CredentialError::Certificate)?;
         Ok(Self {
             common_name: common_name.to_owned(),
             certificate_pem: certificate.pem(),
@@ -92,11 +94,10 @@ impl Authority {
     /// A serving certificate for `server_name`, valid from the day before `now` for
     /// [`SERVING_DAYS`] days, to be renewed [`RENEW_DAYS`] before it ends.
     pub fn issue(&self, server_name: &str, now: u64) -> Result<Issued, CredentialError> {
-        let authority = |e: rcgen::Error| CredentialError::Authority(e.to_string());
-        let ca_key = KeyPair::from_pem(&self.key_pem).map_err(authority)?;
+        let ca_key = KeyPair::from_pem(&self.key_pem).map_err(CredentialError::Authority)?;
         let issuer = Issuer::new(ca_params(&self.common_name)?, ca_key);
-        let mut params =
-            CertificateParams::new(vec![server_name.to_owned()]).map_err(certificate)?;
+        let mut params = CertificateParams::new(vec![server_name.to_owned()])
+            .map_err(CredentialError::Certificate)?;
         params
             .distinguished_name
             .push(DnType::CommonName, server_name);
@@ -108,8 +109,10 @@ impl Authority {
         let end = start + (SERVING_DAYS + 1) * DAY;
         let (year, month, day) = utc_date(end);
         params.not_after = rcgen::date_time_ymd(year, month, day);
-        let key = KeyPair::generate().map_err(certificate)?;
-        let certificate = params.signed_by(&key, &issuer).map_err(certificate)?;
+        let key = KeyPair::generate().map_err(CredentialError::Certificate)?;
+        let certificate = params
+            .signed_by(&key, &issuer)
+            .map_err(CredentialError::Certificate)?;
         Ok(Issued {
             certificate_pem: certificate.pem(),
             key_pem: key.serialize_pem(),
@@ -121,7 +124,8 @@ impl Authority {
 /// The CA's parameters but validity: what both making it and signing with it
 /// need (its subject becomes the issuer of what it signs).
 fn ca_params(common_name: &str) -> Result<CertificateParams, CredentialError> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(certificate)?;
+    let mut params =
+        CertificateParams::new(Vec::<String>::new()).map_err(CredentialError::Certificate)?;
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params
         .distinguished_name
@@ -133,34 +137,14 @@ fn ca_params(common_name: &str) -> Result<CertificateParams, CredentialError> {
     Ok(params)
 }
 
-fn certificate(error: rcgen::Error) -> CredentialError {
-    CredentialError::Certificate(error.to_string())
-}
-
-/// The UTC date (year, month, day) of Unix time `seconds`.
+/// The UTC date (year, month, day) of Unix time `seconds`, as rcgen takes it.
 pub fn utc_date(seconds: u64) -> (i32, u8, u8) {
-    civil_from_days(i64::try_from(seconds / DAY).unwrap_or(i64::MAX / 2))
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    // Day 1..=31 and month 1..=12 by construction; the year fits for any clock
-    // within ±5 million years.
+    let date = culvert_time::utc_date(seconds);
+    // The year fits for any clock within ±2 billion years.
     (
-        i32::try_from(year).unwrap_or(i32::MAX),
-        u8::try_from(month).unwrap_or(1),
-        u8::try_from(day).unwrap_or(1),
+        i32::try_from(date.year).unwrap_or(i32::MAX),
+        date.month,
+        date.day,
     )
 }
 

@@ -38,7 +38,7 @@ fn an_issued_certificate_chains_to_the_authority_for_its_name_only() {
     roots
         .add(CertificateDer::from_pem_slice(authority.certificate_pem.as_bytes()).unwrap())
         .unwrap();
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
         .build()
         .unwrap();

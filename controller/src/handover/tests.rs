@@ -1,3 +1,7 @@
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests give the state machine real instants"
+)]
 use super::*;
 use crate::planes::wanted;
 use crate::push::PlaneSummary;

@@ -1,6 +1,8 @@
 //! What the controller's integration tests share: the controller's settings and
 //! a poll until a condition holds.
 
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -8,6 +8,11 @@
 //! read, two, or one byte at a time: the same first error, events and bytes sent.
 //! The registration structures are decoded on these paths.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the fuzz target gives the sans-IO core a base instant"
+)]
+
 use std::time::Instant;
 
 use culvert_connector::proto::{

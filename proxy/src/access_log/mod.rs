@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use crate::Error;
 
@@ -103,6 +103,10 @@ fn write_lines(receiver: &Receiver<String>, dropped: &AtomicU64) {
 
 /// When something that has run for `elapsed` began, as [`rfc3339`]: the wall clock
 /// is read once, when the line is written.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the log line is written on the wall clock"
+)]
 pub(crate) fn started_rfc3339(elapsed: std::time::Duration) -> String {
     let started = SystemTime::now()
         .checked_sub(elapsed)
@@ -112,32 +116,7 @@ pub(crate) fn started_rfc3339(elapsed: std::time::Duration) -> String {
 
 /// `time` as RFC 3339 UTC with milliseconds, such as `2026-11-30T17:05:01.123Z`.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-/// Year, month and day of the `days`-th day after 1970-01-01 (proleptic Gregorian;
-/// Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    culvert_time::format_rfc3339(time, culvert_time::Precision::Millis)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::*;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 #[test]
 fn rfc3339_formats_known_instants() {

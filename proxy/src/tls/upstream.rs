@@ -137,8 +137,7 @@ fn system_roots() -> Arc<RootCertStore> {
     static ROOTS: OnceLock<Arc<RootCertStore>> = OnceLock::new();
     Arc::clone(ROOTS.get_or_init(|| {
         let mut roots = RootCertStore::empty();
-        let found = rustls_native_certs::load_native_certs();
-        roots.add_parsable_certificates(found.certs);
+        culvert_tls::add_system_roots(&mut roots);
         Arc::new(roots)
     }))
 }

@@ -5,6 +5,7 @@
     clippy::expect_used,
     reason = "test helpers fail the test on any error"
 )]
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a subset")]
 
 use std::net::SocketAddr;

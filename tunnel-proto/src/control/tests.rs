@@ -1,6 +1,11 @@
 //! In-memory client/server pair with fake time: the connector's `ControlClient`
 //! talking to the simulator's `ControlServer` over a byte pipe.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests give the sans-IO core real instants"
+)]
+
 use std::time::{Duration, Instant};
 
 use super::*;

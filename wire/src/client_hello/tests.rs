@@ -4,7 +4,7 @@ use super::{ClientHello, HelloError, MAX_CLIENT_HELLO, Peeked, peek_client_hello
 
 /// The first bytes a real client (rustls) sends to `server_name`, offering `alpn`.
 fn hello_from_rustls(server_name: &str, alpn: &[&[u8]]) -> Vec<u8> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let roots = rustls::RootCertStore::empty();
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

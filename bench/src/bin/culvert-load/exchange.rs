@@ -275,7 +275,7 @@ mod tests {
 
         use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = culvert_tls::crypto_provider();
         let certified = rcgen::generate_simple_self_signed(vec!["load.test".to_owned()]).unwrap();
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
             certified.signing_key.serialize_der(),

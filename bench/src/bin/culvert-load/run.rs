@@ -226,7 +226,7 @@ async fn closed_loop(load: &Rc<Load>, count: usize, window: Window) {
 }
 
 pub(crate) fn tls_transport(tls: &TlsOptions) -> Result<Transport, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = culvert_tls::crypto_provider();
     let builder = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|err| format!("TLS settings: {err}"))?;

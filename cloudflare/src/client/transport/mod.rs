@@ -1,5 +1,5 @@
-//! The HTTP client under the API calls: hyper-util's pooled client over hyper-rustls,
-//! TLS by rustls on aws-lc-rs trusting the system's roots and any extra CA given.
+//! The HTTP client under the API calls: `culvert-tls`'s pooled client (hyper-util over
+//! hyper-rustls, rustls on aws-lc-rs) trusting the system's roots and any extra CA given.
 //!
 //! The base URL must be `https://`, except on a loopback host, where `http://` is
 //! allowed for the simulator; an `http://` URL anywhere else is refused, so a typo can
@@ -9,19 +9,14 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
+use culvert_tls::HttpsClient;
 use http_body_util::Full;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::RootCertStore;
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 
 use crate::Error;
 
 /// The pooled HTTP client.
-pub(crate) type Http = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type Http = HttpsClient<Full<Bytes>>;
 
 /// Where the API lives: scheme, authority and path prefix (no trailing `/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,51 +90,27 @@ pub(crate) fn http(
     } else {
         RootCertStore::empty()
     };
-    let provider = rustls::crypto::aws_lc_rs::default_provider();
-    let tls = rustls::ClientConfig::builder_with_provider(provider.into())
-        .with_safe_default_protocol_versions()
-        .map_err(|err| Error::Trust(err.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut tcp = HttpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_nodelay(true);
-    tcp.set_connect_timeout(Some(connect_timeout));
+    let tls = culvert_tls::client_config(roots).map_err(Error::Tls)?;
     // Plain http is reachable only because `BaseUrl::parse` allowed it for loopback.
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector))
+    let options = culvert_tls::HttpsOptions {
+        allow_http: true,
+        nodelay: true,
+        ..culvert_tls::HttpsOptions::new(connect_timeout)
+    };
+    Ok(culvert_tls::https_client(tls, options))
 }
 
 fn roots(extra_pem: Option<&str>, system: bool) -> Result<RootCertStore, Error> {
     let mut roots = RootCertStore::empty();
     if let Some(pem) = extra_pem {
-        let certificates = CertificateDer::pem_slice_iter(pem.as_bytes())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|err| Error::Trust(format!("extra ca is not pem: {err}")))?;
-        if certificates.is_empty() {
-            return Err(Error::Trust("extra ca holds no certificate".to_owned()));
-        }
-        for certificate in certificates {
-            roots
-                .add(certificate)
-                .map_err(|err| Error::Trust(format!("extra ca: {err}")))?;
-        }
+        culvert_tls::add_pem_roots(&mut roots, pem.as_bytes()).map_err(Error::Tls)?;
     }
     if system {
-        let found = rustls_native_certs::load_native_certs();
-        roots.add_parsable_certificates(found.certs);
+        let found = culvert_tls::add_system_roots(&mut roots);
         if roots.is_empty() {
-            let errors: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
             return Err(Error::Trust(format!(
                 "no system root certificates found ({})",
-                errors.join("; ")
+                found.errors_text()
             )));
         }
     }

@@ -14,8 +14,7 @@ use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper_util::rt::TokioIo;
 use rustls::crypto::CryptoProvider;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use serde::Deserialize;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -60,16 +59,8 @@ impl Client {
         authorization.set_sensitive(true);
         let server_name = ServerName::try_from(target.server_name.clone())
             .map_err(|_| Error::ConfigApiServerName(target.server_name.clone()))?;
-        let mut roots = rustls::RootCertStore::empty();
-        for certificate in CertificateDer::pem_slice_iter(target.ca_pem.as_bytes()) {
-            let certificate = certificate.map_err(|err| Error::ConfigApiCa(err.to_string()))?;
-            roots
-                .add(certificate)
-                .map_err(|err| Error::ConfigApiCa(err.to_string()))?;
-        }
-        if roots.is_empty() {
-            return Err(Error::ConfigApiCa("it holds no certificate".to_owned()));
-        }
+        let roots = culvert_tls::pem_roots(target.ca_pem.as_bytes())
+            .map_err(|err| Error::ConfigApiCa(with_causes(&err)))?;
         let config = rustls::ClientConfig::builder_with_provider(Arc::clone(provider))
             .with_safe_default_protocol_versions()
             .map_err(|err| Error::ConfigApiCa(err.to_string()))?
@@ -220,6 +211,19 @@ impl Client {
     fn redact(&self, text: &str) -> String {
         text.replace(self.origin.token.as_str(), "[token]")
     }
+}
+
+/// `error` and its causes on one line: the refusal is a message (it goes into the
+/// plane's status), so the cause's text is all of it that is kept.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// `GET /config` and a taken `PUT /config`: `version` and `hash`, `null` before

@@ -58,7 +58,7 @@ impl Default for PushSettings {
             timing: Timing::default(),
             request_timeout: Duration::from_secs(5),
             seed: RandomState::new().hash_one("culvert-push"),
-            crypto_provider: Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+            crypto_provider: culvert_tls::crypto_provider(),
         }
     }
 }

@@ -1,5 +1,10 @@
 //! Tables over the push state machine, with fake time.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests give the state machine real instants"
+)]
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 

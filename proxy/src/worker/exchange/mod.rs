@@ -145,6 +145,10 @@ enum Failure {
 }
 
 impl Worker {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     pub(crate) fn new(
         index: usize,
         cell: Arc<SnapshotCell>,

@@ -59,6 +59,10 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     pub(crate) fn start(
         stats: &WorkerStats,
         method: Method,

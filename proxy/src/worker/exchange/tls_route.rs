@@ -51,6 +51,10 @@ struct Forwarded<'a> {
 
 impl Worker {
     /// Forwards `stream` as `plan` says.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     pub(crate) async fn forward_tls_stream<C: OverTcp>(
         self: &Rc<Self>,
         stream: RouteStream<'_, C>,

@@ -1,10 +1,12 @@
 //! What a worker thread runs on, below everything it serves: its listening sockets
-//! (`listen`), its one-second coarse clock (`tick`), its drain signal (`drain`), the
+//! (`listen`), its one-second coarse clock (`tick`), the wall-clock `Date` its
+//! responses carry (`date`), its drain signal (`drain`), the
 //! waker bookkeeping both share (`counting_waker`) and the executor hyper spawns
 //! onto (`LocalExec`).
 
 #[cfg(test)]
 mod counting_waker;
+pub(crate) mod date;
 pub(crate) mod drain;
 pub(crate) mod listen;
 pub(crate) mod tick;

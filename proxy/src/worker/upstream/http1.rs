@@ -73,6 +73,10 @@ pub(crate) enum ExchangeError {
 }
 
 impl Connection {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     pub(crate) fn new(stream: UpstreamStream) -> Self {
         Self {
             stream,

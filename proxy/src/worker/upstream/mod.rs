@@ -196,6 +196,10 @@ pub(crate) struct Upstreams {
 }
 
 impl Default for Upstreams {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     fn default() -> Self {
         Self {
             http1: RefCell::default(),
@@ -209,6 +213,10 @@ impl Default for Upstreams {
 impl Upstreams {
     /// Reads the clock the pool judges idle times by (the worker calls this every
     /// tick).
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the worker is the IO layer and owns the clock"
+    )]
     pub(crate) fn tick(&self) {
         self.now.set(Instant::now());
     }

@@ -24,7 +24,7 @@ use crate::regex::{RegexCompiler, RegexLimits};
 use crate::rule::{
     FilterScope, Policy, Rule, compile_backends, compile_filters, compile_retry, compile_timeouts,
 };
-use crate::timestamp::parse_rfc3339;
+use culvert_time::parse_rfc3339;
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::net::IpAddr;
 
@@ -232,7 +232,8 @@ impl<'c> Builder<'c> {
         for (position, (kind, meta)) in metas.enumerate() {
             let created = match meta.creation_timestamp() {
                 Some(text) => parse_rfc3339(text).map_err(|why| {
-                    Origin::route(kind.as_str(), meta.namespace(), meta.name()).error(why)
+                    Origin::route(kind.as_str(), meta.namespace(), meta.name())
+                        .error(why.to_string())
                 })?,
                 None => i64::MAX,
             };

@@ -51,7 +51,7 @@ impl Pki {
         let mut params = CertificateParams::new(vec![name.to_owned()]).unwrap();
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let certificate = params.signed_by(&key, &self.issuer).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = culvert_tls::crypto_provider();
         let config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

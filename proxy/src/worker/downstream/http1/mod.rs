@@ -43,6 +43,7 @@ use crate::worker::body::http1::{BodySource, Http1Body};
 use crate::worker::exchange::record::RecordedBody;
 use crate::worker::exchange::{ClientUpgrade, Worker};
 use crate::worker::io::{Io, Prefixed, Upgraded};
+use crate::worker::runtime::date::with_http_date;
 use crate::worker::runtime::drain::{Drain, DrainWatch};
 use culvert_wire::{
     BodyFraming, RequestHead, ResponseBodyFraming, WireError, encode_response_head, error_response,
@@ -374,13 +375,16 @@ async fn write_switch<B>(
     handover: oneshot::Sender<Upgraded>,
 ) -> Next {
     let mut out = Vec::with_capacity(512);
-    encode_response_head(
-        &mut out,
-        response.status(),
-        (None, response.headers()),
-        ResponseBodyFraming::None,
-        None,
-    );
+    with_http_date(|date| {
+        encode_response_head(
+            &mut out,
+            response.status(),
+            (None, response.headers()),
+            ResponseBodyFraming::None,
+            None,
+            date,
+        );
+    });
     if write_out(conn, &mut out).await.is_err()
         || poll_fn(|cx| conn.borrow_mut().poll_flush(cx))
             .await

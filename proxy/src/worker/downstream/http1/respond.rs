@@ -18,6 +18,7 @@ use hyper::body::Body;
 use super::conn::Conn;
 use crate::pipeline::fields::has_token;
 use crate::worker::exchange::record::RecordedBody;
+use crate::worker::runtime::date::with_http_date;
 use crate::worker::upstream::InterimHeads;
 use culvert_wire::{
     CarriesRawFields, ResponseBodyFraming, encode_chunk_start, encode_last_chunk,
@@ -124,13 +125,16 @@ pub(super) fn write_response(
         }
     }
     let raw = body.take_raw_fields();
-    encode_response_head(
-        &mut out,
-        parts.status,
-        (raw.as_ref(), &parts.headers),
-        framing,
-        connection,
-    );
+    with_http_date(|date| {
+        encode_response_head(
+            &mut out,
+            parts.status,
+            (raw.as_ref(), &parts.headers),
+            framing,
+            connection,
+            date,
+        );
+    });
     async move {
         let out = &mut out;
         let result = match framing {
