@@ -62,9 +62,10 @@ pub enum Error {
         name: String,
         /// The key.
         key: String,
-        /// What the token parser refused.
+        /// What the token parser refused (boxed: the protocol's error is large, and
+        /// every translation result carries this type).
         #[source]
-        source: culvert_tunnel_proto::Error,
+        source: Box<culvert_tunnel_proto::Error>,
     },
     /// The token parses, but its account tag is not a Cloudflare account ID.
     #[error(

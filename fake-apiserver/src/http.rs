@@ -141,6 +141,10 @@ struct Received {
     body: Bytes,
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a request's arrival is stamped on the real clock for the fault rules"
+)]
 async fn handle(
     inner: &Arc<Inner>,
     request: Request<Incoming>,

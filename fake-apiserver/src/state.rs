@@ -157,27 +157,11 @@ pub(crate) fn random_hex() -> String {
     out
 }
 
-/// The current time as `metav1.Time` text.
+/// The current time as `metav1.Time` text (seconds, `Z`).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the fake API server stamps objects on the real clock, as kube-apiserver does"
+)]
 pub(crate) fn now() -> String {
-    let seconds = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let days = i64::try_from(seconds / 86_400).unwrap_or(0);
-    let rem = seconds % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    culvert_time::format_rfc3339(SystemTime::now(), culvert_time::Precision::Seconds)
 }

@@ -2,6 +2,7 @@
 //! readiness after the initial list, following writes, pagination at one revision,
 //! the in-stream 410 and its single relist, ended and reset streams, an outage on
 //! the same port, selectors, bookmarks and streaming lists.
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 #![allow(clippy::unwrap_used, reason = "tests fail on any error")]
 
 mod support;

@@ -1,6 +1,7 @@
 //! Writes through kube-rs: optimistic concurrency, the `/status` subresource,
 //! `generation`, no-op writes, every patch type, finalizers and preconditions,
 //! namespace lifecycle, injected failures and the concurrent writer.
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 #![allow(clippy::unwrap_used, reason = "tests fail on any error")]
 
 mod support;

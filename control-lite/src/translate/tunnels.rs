@@ -77,7 +77,7 @@ pub(crate) fn read_token(
                 namespace,
                 name,
                 key,
-                source,
+                source: Box::new(source),
             });
         }
     };

@@ -1,5 +1,6 @@
 //! Shared helpers: a fake with a `Widget` CRD and two namespaces, served over
 //! loopback with a kube-rs client, and polling.
+#![allow(clippy::disallowed_methods, reason = "tests run on the real clock")]
 #![allow(
     clippy::unwrap_used,
     dead_code,
