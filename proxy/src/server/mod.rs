@@ -260,10 +260,7 @@ impl Server {
         if let Some(source) = &mut config.manifests {
             let (mut initial, refusals) = source.load().map_err(Error::Source)?;
             for refusal in &refusals {
-                eprintln!(
-                    "culvert: {}: not accepted: {refusal}",
-                    source.path().display()
-                );
+                tracing::warn!(source = %source.path().display(), %refusal, "not accepted");
             }
             initial.version = 1;
             cell.apply(&initial)?;
