@@ -18,7 +18,7 @@
 # h2load. Binds 127.0.0.1 only (Culvert 18080/18082/18443, HAProxy 18090/18092/18493,
 # nginx 18095/18097/18498: HTTP/1.1, h2c, TLS; 19001 backend) and stops what it
 # started on exit. nginx runs as one process (`master_process off`) so valgrind sees
-# its worker; its config is run.sh's.
+# its worker; its config is run.sh's (with its default DEFER_ACCEPT=on).
 #
 # Knobs: SECONDS_MEASURED=10, CONNS=16 (wrk connections), SKIP_BUILD=1,
 # CULVERT_BIN (the culvert binary to count; default the release build's),
@@ -58,12 +58,12 @@ cat "$RUN_DIR/cert.pem" "$RUN_DIR/key.pem" >"$RUN_DIR/haproxy.pem"
 render_culvert_config "$HERE/culvert.json.in" "$RUN_DIR/culvert.json" 127.0.0.1:19001 18080 18082 18443 "$RUN_DIR"
 sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18095#" \
     -e "s#@H2C_PORT@#18097#" -e "s#@TLS_PORT@#18498#" -e "s#@CERT@#$RUN_DIR/cert.pem#" \
-    -e "s#@KEY@#$RUN_DIR/key.pem#" -e "s#@NGINX_TLS_RESUMPTION@##" \
+    -e "s#@KEY@#$RUN_DIR/key.pem#" -e "s#@NGINX_TLS_RESUMPTION@##" -e "s#@NGINX_LISTEN@# deferred#" \
     -e "s#^daemon off;#daemon off;\nmaster_process off;#" \
     "$HERE/nginx-proxy.conf.in" >"$RUN_DIR/nginx-proxy.conf"
 sed -e "s#@BACKEND@#127.0.0.1:19001#" -e "s#@HTTP_PORT@#18090#" -e "s#@H2C_PORT@#18092#" \
     -e "s#@TLS_PORT@#18493#" -e "s#@PEM@#$RUN_DIR/haproxy.pem#" -e "s#@HAPROXY_TLS_GLOBAL@##" \
-    -e "s#@HAPROXY_TLS_BIND@##" \
+    -e "s#@HAPROXY_TLS_BIND@##" -e "s#@HAPROXY_BIND@# defer-accept#" \
     "$HERE/haproxy.cfg.in" >"$RUN_DIR/haproxy.cfg"
 
 load() { # port scenario seconds -> requests completed

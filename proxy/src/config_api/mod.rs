@@ -126,7 +126,7 @@ async fn serve(
     let listener = match TcpListener::from_std(listener) {
         Ok(listener) => listener,
         Err(err) => {
-            eprintln!("culvert: control listener: {err}");
+            tracing::error!(error = %err, "config API listener unusable; the config API is not served");
             return;
         }
     };
@@ -305,6 +305,11 @@ impl ConfigApi {
         };
         match self.apply(&config).await {
             Ok(snapshot) => {
+                tracing::info!(
+                    version = snapshot.config_version,
+                    hash = %snapshot.content_hash,
+                    "config pushed; serving it"
+                );
                 let mut body = serde_json::json!({
                     "version": snapshot.config_version,
                     "hash": snapshot.content_hash,
@@ -387,13 +392,14 @@ impl ConfigApi {
         let mut config = DataPlaneConfig::clone(&latest);
         config.version = self.next_version();
         match self.apply(&config).await {
-            Ok(snapshot) => eprintln!(
-                "culvert: cluster changed; serving version {}",
-                snapshot.config_version
+            Ok(snapshot) => tracing::info!(
+                version = snapshot.config_version,
+                hash = %snapshot.content_hash,
+                "cluster changed; serving its config"
             ),
-            Err(err) => eprintln!(
-                "culvert: the cluster's config is refused; still serving the previous one: {}",
-                err.chain()
+            Err(err) => tracing::warn!(
+                error = %err.chain(),
+                "the cluster's config is refused; still serving the previous one"
             ),
         }
     }
@@ -411,26 +417,29 @@ impl ConfigApi {
         let (mut config, refusals) = match loaded {
             Ok(loaded) => loaded,
             Err(err) => {
-                eprintln!(
-                    "culvert: {path} changed but is refused; still serving the previous config: {err}"
+                tracing::warn!(
+                    source = %path,
+                    error = %err,
+                    "manifests changed but are refused; still serving the previous config"
                 );
                 return;
             }
         };
         for refusal in &refusals {
-            eprintln!("culvert: {path}: not accepted: {refusal}");
+            tracing::warn!(source = %path, %refusal, "not accepted");
         }
         config.version = self.next_version();
         match self.apply(&config).await {
-            Ok(snapshot) => {
-                eprintln!(
-                    "culvert: {path} changed; serving version {}",
-                    snapshot.config_version
-                );
-            }
-            Err(err) => eprintln!(
-                "culvert: {path} changed but its config is refused; still serving the previous one: {}",
-                err.chain()
+            Ok(snapshot) => tracing::info!(
+                source = %path,
+                version = snapshot.config_version,
+                hash = %snapshot.content_hash,
+                "manifests changed; serving their config"
+            ),
+            Err(err) => tracing::warn!(
+                source = %path,
+                error = %err.chain(),
+                "manifests changed but their config is refused; still serving the previous one"
             ),
         }
     }
@@ -440,26 +449,29 @@ impl ConfigApi {
     async fn reload_certificates(&self) {
         if let Some(tls) = &self.tls {
             match tls.reload_if_changed() {
-                Ok(true) => eprintln!("culvert: control certificate files changed; reloaded"),
+                Ok(true) => tracing::info!("config API certificate files changed; reloaded"),
                 Ok(false) => {}
-                Err(err) => eprintln!(
-                    "culvert: control certificate files changed but do not load; still serving the old ones: {}",
-                    err.chain()
+                Err(err) => tracing::warn!(
+                    error = %err.chain(),
+                    "config API certificate files changed but do not load; still serving the old ones"
                 ),
             }
         }
         match self.cell.reload_changed_files() {
             Ok(true) => {
-                eprintln!("culvert: certificate files changed; reloaded");
                 if let Some(snapshot) = self.cell.load_full() {
+                    tracing::info!(
+                        version = snapshot.config_version,
+                        "certificate files changed; reloaded"
+                    );
                     self.stats.config_swapped(snapshot.config_version);
                 }
                 self.notify_workers().await;
             }
             Ok(false) => {}
-            Err(err) => eprintln!(
-                "culvert: certificate files changed but do not load; still serving the old ones: {}",
-                err.chain()
+            Err(err) => tracing::warn!(
+                error = %err.chain(),
+                "certificate files changed but do not load; still serving the old ones"
             ),
         }
     }
@@ -483,7 +495,7 @@ impl ConfigApi {
             }
         };
         if tokio::time::timeout(RECONCILE_WAIT, all).await.is_err() {
-            eprintln!("culvert: workers did not reconcile listeners within {RECONCILE_WAIT:?}");
+            tracing::warn!(wait = ?RECONCILE_WAIT, "workers did not reconcile their listeners in time");
         }
     }
 }

@@ -261,7 +261,7 @@ impl Server {
         if let Some(source) = &mut config.source {
             let (mut initial, refusals) = source.load().map_err(Error::Source)?;
             for refusal in &refusals {
-                eprintln!("culvert: {}: not accepted: {refusal}", source.describe());
+                tracing::warn!(source = %source.describe(), %refusal, "not accepted");
             }
             initial.version = 1;
             cell.apply(&initial)?;

@@ -22,6 +22,7 @@ mod downstream;
 mod exchange;
 mod io;
 mod runtime;
+mod trace;
 mod upstream;
 
 use std::collections::BTreeMap;
@@ -111,7 +112,11 @@ fn run(
 ) {
     if let Some(core) = channels.core {
         if !core_affinity::set_for_current(core) {
-            eprintln!("culvert: worker {index}: could not pin to core {}", core.id);
+            tracing::warn!(
+                worker = index,
+                core = core.id,
+                "could not pin the worker to its core"
+            );
         }
     }
     // A local runtime runs `!Send` tasks itself: a task woken on this thread goes
@@ -178,7 +183,7 @@ fn run(
                     }
                     let current = *generation.borrow_and_update();
                     if let Err(err) = listeners.reconcile(&worker).await {
-                        eprintln!("culvert: worker {index}: {}", err.chain());
+                        tracing::error!(worker = index, error = %err.chain(), "new listeners not bound");
                     }
                     applied.send_replace(current);
                 }
@@ -190,6 +195,7 @@ fn run(
                     // Stop accepting; connections finish on their own (each one
                     // watches the worker's drain signal).
                     drain_started = true;
+                    tracing::debug!(worker = index, "draining");
                     worker.drain().start();
                     if let Some((tunnel, _)) = &tunnel {
                         tunnel.drain();
@@ -199,6 +205,7 @@ fn run(
                 }
                 () = worker.all_connections_closed(), if drain_started && !drain_reported => {
                     drain_reported = true;
+                    tracing::debug!(worker = index, "drained");
                     drained.send_replace(true);
                 }
             }
@@ -235,6 +242,7 @@ impl Listeners {
                 // closed once the generation is acknowledged. A join error means the
                 // task is gone already, which is what we want.
                 let _ = task.await;
+                tracing::info!(worker = worker.index(), %addr, "listener closed");
             }
         }
         let mut first_error = None;
@@ -252,6 +260,7 @@ impl Listeners {
                         stopped,
                     ));
                     self.open.insert(addr, (stop, task));
+                    tracing::info!(worker = worker.index(), %addr, "listening");
                 }
                 Err(err) => {
                     first_error.get_or_insert(err);

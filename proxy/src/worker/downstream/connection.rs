@@ -29,6 +29,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
+use tracing::{Instrument as _, Span};
 
 use super::client_hello::{NoHello, read_client_hello};
 use super::h2c;
@@ -43,16 +44,17 @@ use crate::worker::exchange::{RouteStream, Worker};
 use crate::worker::io::{Io, OverTcp, Prefixed};
 use crate::worker::runtime::LocalExec;
 use crate::worker::runtime::drain::DrainWatch;
+use crate::worker::trace;
 
 /// How long a client may take to finish a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Concurrent streams one HTTP/2 client may open.
 const MAX_CONCURRENT_STREAMS: u32 = 256;
 
-/// Starts serving one accepted connection on this worker's thread; `open` counts
-/// it in the listener's metrics until it closes. What the connection's task keeps
-/// for its whole life is worked out here, so the task (what an idle client costs)
-/// holds only handles to it.
+/// Starts serving one accepted connection on this worker's thread, in its `conn`
+/// span (see [`trace::connection`]); `open` counts it in the listener's metrics
+/// until it closes. What the connection's task keeps for its whole life is worked
+/// out here, so the task (what an idle client costs) holds only handles to it.
 pub(crate) fn spawn(
     worker: Rc<Worker>,
     stream: TcpStream,
@@ -76,31 +78,42 @@ pub(crate) fn spawn(
         None => Accept::Http,
     };
     let info = Rc::new(ConnectionInfo::new(peer, local, bound));
-    tokio::task::spawn_local(serve(worker, stream, info, accept, open));
+    let span = trace::connection(worker.index(), peer, local);
+    let serving = serve(worker, stream, info, accept, open, span.clone());
+    tokio::task::spawn_local(serving.instrument(span));
 }
 
-/// Serves one connection to the end.
+/// Serves one connection to the end; `span` is the one it runs in, for the facts
+/// learned on the way.
 async fn serve(
     worker: Rc<Worker>,
     stream: TcpStream,
     info: Rc<ConnectionInfo>,
     accept: Accept,
     open: OpenConnection,
+    span: Span,
 ) {
     let _open = (worker.open_connection(), open);
     match accept {
-        Accept::Http => serve_http(worker, stream, info, None).await,
+        Accept::Http => serve_http(worker, stream, info, None, &span).await,
         // Boxed: a TLS session is several kilobytes, and keeping it out of line keeps
         // every clear-text connection's task small.
-        Accept::Terminate(config) => Box::pin(serve_tls(worker, stream, info, config)).await,
-        Accept::ByServerName => Box::pin(serve_by_server_name(worker, stream, info)).await,
+        Accept::Terminate(config) => {
+            Box::pin(serve_tls(worker, stream, info, config, &span)).await;
+        }
+        Accept::ByServerName => Box::pin(serve_by_server_name(worker, stream, info, &span)).await,
     }
 }
 
 /// Reads the ClientHello of a connection to an address with `TLS` listeners and
 /// serves the connection as the name in it says: HTTPS, or a TLSRoute's stream
 /// (passed through, or terminated here first), or a reset.
-async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: Rc<ConnectionInfo>) {
+async fn serve_by_server_name(
+    worker: Rc<Worker>,
+    mut stream: TcpStream,
+    info: Rc<ConnectionInfo>,
+    span: &Span,
+) {
     let read = {
         let mut drain = worker.drain().watch();
         tokio::select! {
@@ -126,13 +139,15 @@ async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: R
                 return reset(&worker, &stream, Refusal::TlsUnrouted);
             };
             drop(snapshot);
-            return serve_tls(worker, Prefixed::new(prefix, stream), info, config).await;
+            return serve_tls(worker, Prefixed::new(prefix, stream), info, config, span).await;
         }
         TlsPlan::Refuse(_) => return reset(&worker, &stream, Refusal::TlsUnrouted),
         TlsPlan::Forward(forward) => forward,
     };
     let route = snapshot.route_label(forward.route);
+    trace::record_protocol(span, "tls-route");
     if !forward.terminate {
+        trace::record_tls(span, "passthrough", server_name);
         drop(snapshot);
         let stream = RouteStream {
             client: stream,
@@ -146,6 +161,7 @@ async fn serve_by_server_name(worker: Rc<Worker>, mut stream: TcpStream, info: R
         return reset(&worker, &stream, Refusal::TlsUnrouted);
     };
     drop(snapshot);
+    trace::record_tls(span, "terminated", server_name);
     let accept = TlsAcceptor::from(termination.config).accept(Prefixed::new(prefix, stream));
     let Ok(Ok(client)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await else {
         return;
@@ -170,6 +186,7 @@ async fn serve_tls<I>(
     stream: I,
     mut info: Rc<ConnectionInfo>,
     termination: Termination,
+    span: &Span,
 ) where
     I: OverTcp + Send + 'static,
 {
@@ -178,6 +195,7 @@ async fn serve_tls<I>(
         return;
     };
     let session = stream.get_ref().1;
+    trace::record_tls(span, "terminated", session.server_name());
     if session.alpn_protocol() == Some(culvert_acme::ACME_TLS_ALPN) {
         // A TLS-ALPN-01 validation: the handshake was the whole answer (RFC 8737 §3).
         let mut stream = stream;
@@ -203,7 +221,7 @@ async fn serve_tls<I>(
         Some(b"http/1.1") => Some(HttpVersion::Http1),
         _ => None,
     };
-    serve_http(worker, stream, info, version).await;
+    serve_http(worker, stream, info, version, span).await;
 }
 
 /// Serves HTTP on `io` in `version`, or in the version its first bytes show.
@@ -212,6 +230,7 @@ async fn serve_http<I>(
     mut io: I,
     info: Rc<ConnectionInfo>,
     version: Option<HttpVersion>,
+    span: &Span,
 ) where
     I: Io + Send + 'static,
 {
@@ -234,6 +253,7 @@ async fn serve_http<I>(
     };
     match version {
         HttpVersion::Http1 => {
+            trace::record_protocol(span, "http/1.1");
             let switched = http1::serve(&worker, Box::new(io), prefix, &info, &mut drain).await;
             if let Some(switched) = switched {
                 Box::pin(serve_switched_to_h2c(
@@ -241,6 +261,7 @@ async fn serve_http<I>(
                     switched,
                     info,
                     drain,
+                    span,
                 ))
                 .await;
             }
@@ -248,11 +269,13 @@ async fn serve_http<I>(
         // Boxed: an HTTP/2 connection's state is kilobytes, and keeping it out of
         // line keeps every HTTP/1 connection's task (what an idle client costs) small.
         HttpVersion::Http2 => {
+            trace::record_protocol(span, "h2");
             Box::pin(serve_http2(
                 Rc::clone(&worker),
                 Prefixed::new(prefix, io),
                 info,
                 drain,
+                span,
             ))
             .await;
         }
@@ -267,7 +290,9 @@ async fn serve_switched_to_h2c(
     switched: http1::SwitchedToH2c,
     info: Rc<ConnectionInfo>,
     mut drain: DrainWatch<'_>,
+    span: &Span,
 ) {
+    trace::record_protocol(span, "h2c");
     let http1::SwitchedToH2c {
         mut io,
         read,
@@ -281,16 +306,18 @@ async fn serve_switched_to_h2c(
     let Ok(Some(read)) = opened else {
         return;
     };
-    serve_http2(worker, Prefixed::new(read, io), info, drain).await;
+    serve_http2(worker, Prefixed::new(read, io), info, drain, span).await;
 }
 
 /// Serves HTTP/2 on `io` until the client closes, the worker drains or no stream
-/// has been open for the keep-alive timeout.
+/// has been open for the keep-alive timeout. Each stream's task (hyper spawns it)
+/// runs in the connection's `span`, so its request's span is the connection's child.
 async fn serve_http2<I>(
     worker: Rc<Worker>,
     io: I,
     info: Rc<ConnectionInfo>,
     mut drain: DrainWatch<'_>,
+    span: &Span,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
 {
@@ -300,15 +327,19 @@ async fn serve_http2<I>(
     let limits = *worker.limits();
     let activity = StreamActivity::new();
     let streams = Rc::clone(&activity);
+    let span = span.clone();
     let service = service_fn(move |request| {
         let worker = Rc::clone(&worker);
         let info = Rc::clone(&info);
         let open = streams.open();
-        Box::pin(async move {
-            let response = worker.handle_http2(request, &info).await;
-            drop(open);
-            Ok::<_, Infallible>(response)
-        })
+        Box::pin(
+            async move {
+                let response = worker.handle_http2(request, &info).await;
+                drop(open);
+                Ok::<_, Infallible>(response)
+            }
+            .instrument(span.clone()),
+        )
     });
     let max_header_list_size = u32::try_from(limits.request_head.max_bytes()).unwrap_or(u32::MAX);
     let connection = http2::Builder::new(LocalExec)

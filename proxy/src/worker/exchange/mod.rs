@@ -35,6 +35,7 @@ use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 mod outgoing;
 pub(crate) mod record;
@@ -52,6 +53,7 @@ use crate::worker::body::{BodyFailure, ClientBody, CountedBody, body_enum};
 use crate::worker::io::Upgraded;
 use crate::worker::runtime::drain::Drain;
 use crate::worker::runtime::tick::Ticks;
+use crate::worker::trace;
 use crate::worker::upstream::{
     Dial, Protocol, RequestBody, UpstreamBody, UpstreamError, Upstreams,
 };
@@ -185,6 +187,11 @@ impl Worker {
         self.ticks.advance();
     }
 
+    /// The worker's number, as its thread and spans name it.
+    pub(crate) fn index(&self) -> usize {
+        self.sink.worker
+    }
+
     /// The worker's coarse clock.
     pub(crate) fn ticks(&self) -> &Ticks {
         &self.ticks
@@ -309,12 +316,16 @@ impl Worker {
     /// The request is routed and rewritten on the current snapshot by the call
     /// itself (a local answer is ready at once), so the future holds only what
     /// forwarding it needs, once: every byte of it is copied with the request.
+    /// Both run in the request's `req` span (see [`trace::request`]), a child of
+    /// the span current at the call (its connection's or tunnel stream's).
     pub(super) fn handle_request<'a>(
         self: &'a Rc<Self>,
         request: Request<ClientBody>,
         client_upgrade: Option<ClientUpgrade>,
         info: &'a ConnectionInfo,
     ) -> impl Future<Output = Response<RecordedBody>> + 'a {
+        let span = trace::request(request.method());
+        let planning = span.enter();
         let client = self.forwarding.client(request.headers(), info.peer);
         let mut record = Record::start(
             &self.sink.stats,
@@ -339,7 +350,8 @@ impl Worker {
             }
             None => Err(local_answer(StatusCode::SERVICE_UNAVAILABLE)),
         };
-        match prepared {
+        trace::record_route(&span, record.route.as_deref());
+        let answer = match prepared {
             Ok(mut prepared) => future::Either::Left(async move {
                 let response = self
                     .forward(&mut prepared, client_upgrade, &mut record)
@@ -347,7 +359,9 @@ impl Worker {
                 self.recorded(response, record)
             }),
             Err(answer) => future::Either::Right(future::ready(self.recorded(answer, record))),
-        }
+        };
+        drop(planning);
+        answer.instrument(span)
     }
 
     /// `response` with a body that finishes `record` when it ends. A local error
