@@ -9,7 +9,7 @@
 //! conformance replay (`culvert-conformance --live`) and the tests.
 //!
 //! Status: the echo backend is here; start at [`EchoBackend::start`]. It speaks the
-//! "Echo backend contract" of `conformance/vectors/README.md`: a JSON echo
+//! "Echo backend contract" of `bench/conformance/vectors/README.md`: a JSON echo
 //! of each request in upstream `echo-basic`'s shape, `?delay=`, the `/retry/` prefix,
 //! `X-Echo-Set-Header` and WebSocket echo, over HTTP/1.1 and h2c. [`TcpEchoBackend`]
 //! is the TCP echo (clear text or TLS) behind TLSRoutes. [`tls`] has the

@@ -7,7 +7,7 @@
 //!
 //! * the connector token ([`proto::TunnelToken`]: parse and encode),
 //! * the Cap'n Proto messages, through the `capnp` crate with code generated from the
-//!   schemas in `tunnel-proto/schema/` (committed: no schema compiler to build),
+//!   schemas in `connector/proto/schema/` (committed: no schema compiler to build),
 //! * the control stream's two-party RPC, both sides: [`proto::ControlClient`] for the
 //!   connector (bootstrap, pipelined `registerConnection`, `updateLocalConfiguration`,
 //!   `unregisterConnection`) and [`proto::ControlServer`] for the edge simulator,

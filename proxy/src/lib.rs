@@ -21,7 +21,7 @@
 //! `culvert_router::RouteTable::route` (through `pipeline::plan`) on the snapshot it
 //! loaded once.
 //!
-//! Everything else is the caller's: the `culvert` binary (crate `culvert`, `cli/`)
+//! Everything else is the caller's: the `culvert` binary (crate `culvert`, `proxy/cli/`)
 //! parses the command line, translates Gateway API manifests and watches Kubernetes, and
 //! hands this crate finished configs ([`ServeConfig::initial`], a [`ConfigSource`],
 //! [`ServeConfig::published`]).

@@ -2,6 +2,7 @@
 //! backend of the conformance contract as a process, for the demo, load runs and
 //! manual testing. Prints the address it listens on and serves until SIGINT or
 //! SIGTERM.
+#![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 

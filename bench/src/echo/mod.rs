@@ -2,7 +2,7 @@
 //!
 //! Owns the listening socket, one task per connection and the in-memory request log.
 //! It mirrors upstream Gateway API `echo-basic` (see the "Echo backend contract" in
-//! `conformance/vectors/README.md`) so conformance vectors can be checked
+//! `bench/conformance/vectors/README.md`) so conformance vectors can be checked
 //! against it, and it records every request so a test can also look directly.
 //!
 //! Start at [`EchoBackend::start`]; request behaviour lives in `handler`, gRPC calls

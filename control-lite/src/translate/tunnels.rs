@@ -69,7 +69,7 @@ pub(crate) fn read_token(
         });
     };
     // The parser's messages name the layer or field at fault, never a value of the
-    // secret (`tunnel-proto/src/error.rs`).
+    // secret (`connector/proto/src/error.rs`).
     let token = match TunnelToken::parse(text) {
         Ok(token) => token,
         Err(source) => {

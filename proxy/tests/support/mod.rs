@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: a raw HTTP/1.1 client and free ports. The
-//! `culvert` binary's tests (`cli/tests/`) include this file too, by path.
+//! `culvert` binary's tests (`proxy/cli/tests/`) include this file too, by path.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -17,6 +17,7 @@
 //! ```
 //!
 //! Prints a summary, then one `result` line of `key=value` pairs for scripts.
+#![forbid(unsafe_code)]
 
 mod exchange;
 mod options;
