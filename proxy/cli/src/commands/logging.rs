@@ -11,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 
 /// Warnings from everything, lifecycle (`info`) from Culvert's own crates.
 pub(crate) const DEFAULT: &str =
-    "warn,culvert_kubernetes=info,culvert_connector=info,culvert_proxy=info";
+    "warn,culvert_kubernetes=info,culvert_connector=info,culvert_proxy=info,culvert_acme=info";
 
 /// Installs the process-wide subscriber. A filter that does not parse is an error
 /// (so a typo is not silently "log nothing").
