@@ -6,6 +6,10 @@
 
 pub mod dns;
 
+mod client;
+#[allow(unused_imports, reason = "each test file uses a subset")]
+pub use client::{Got, TEST_TIMEOUT, get, local, request};
+
 use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,24 +27,10 @@ use culvert_connector::io::{
 use culvert_edge_sim::{EdgeSim, SimConfig, SimTransport};
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::{BodyExt as _, Full};
+use http_body_util::Full;
 use sha1::{Digest as _, Sha1};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::Notify;
-
-/// Every test's upper bound.
-pub const TEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Runs `f` on a `LocalSet`, bounded by [`TEST_TIMEOUT`].
-pub async fn local<F: Future>(f: F) -> F::Output {
-    let set = tokio::task::LocalSet::new();
-    set.run_until(async {
-        tokio::time::timeout(TEST_TIMEOUT, f)
-            .await
-            .expect("test timed out")
-    })
-    .await
-}
 
 /// A simulator on loopback (four QUIC listeners).
 pub async fn start_sim() -> EdgeSim {
@@ -473,52 +463,6 @@ impl Body for ResetAfterFirst {
             Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"partial")))))
         }
     }
-}
-
-/// A response as the client saw it.
-#[derive(Debug)]
-pub struct Got {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Result<Bytes, String>,
-}
-
-/// One HTTP/1.1 request on a fresh connection to `addr`.
-pub async fn request<B>(addr: SocketAddr, request: Request<B>) -> Got
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    let response = sender.send_request(request).await.unwrap();
-    let (parts, body) = response.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .map_err(|e| e.to_string());
-    Got {
-        status: parts.status,
-        headers: parts.headers,
-        body,
-    }
-}
-
-/// `GET path` with a host header.
-pub async fn get(addr: SocketAddr, path: &str) -> Got {
-    request(
-        addr,
-        Request::get(path)
-            .header("host", "app.test")
-            .body(http_body_util::Empty::<Bytes>::new())
-            .unwrap(),
-    )
-    .await
 }
 
 /// Writes one websocket frame (FIN set), masked when `mask` is given.
